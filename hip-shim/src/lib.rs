@@ -1,0 +1,1 @@
+//! placeholder: the hip-shim crate

@@ -1,0 +1,462 @@
+//! The transform descriptor: everything that makes two hipFFT plans different.
+//!
+//! A `PlanDesc` is validated before any runtime call, because hipFFT itself does not reject
+//! everything it cannot do: a zero length or batch makes plan creation loop forever.
+//! Equality and hashing look at the fields a plan depends on (the first `rank` lengths and
+//! embeds), never at raw struct bytes, so unused array slots cannot split the cache.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// `hipfftType` (and `cufftType`): the numeric values are the library's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[repr(i32)]
+pub enum TransformType {
+    R2C = 0x2a,
+    C2R = 0x2c,
+    C2C = 0x29,
+    D2Z = 0x6a,
+    Z2D = 0x6c,
+    Z2Z = 0x69,
+}
+
+impl TransformType {
+    pub const ALL: [TransformType; 6] = [
+        TransformType::R2C,
+        TransformType::C2R,
+        TransformType::C2C,
+        TransformType::D2Z,
+        TransformType::Z2D,
+        TransformType::Z2Z,
+    ];
+
+    /// From a raw `hipfftType` value.
+    pub fn from_raw(value: i32) -> Result<Self, DescError> {
+        Self::ALL
+            .into_iter()
+            .find(|t| *t as i32 == value)
+            .ok_or(DescError::UnknownTransform { value })
+    }
+
+    pub fn raw(self) -> i32 {
+        self as i32
+    }
+
+    /// Double precision (D2Z, Z2D, Z2Z).
+    pub fn is_double(self) -> bool {
+        matches!(self, TransformType::D2Z | TransformType::Z2D | TransformType::Z2Z)
+    }
+
+    /// Real input, complex output (R2C, D2Z).
+    pub fn is_forward_real(self) -> bool {
+        matches!(self, TransformType::R2C | TransformType::D2Z)
+    }
+
+    /// Complex input, real output (C2R, Z2D).
+    pub fn is_inverse_real(self) -> bool {
+        matches!(self, TransformType::C2R | TransformType::Z2D)
+    }
+
+    pub fn is_complex(self) -> bool {
+        matches!(self, TransformType::C2C | TransformType::Z2Z)
+    }
+
+    /// Bytes of one real scalar.
+    pub fn real_bytes(self) -> usize {
+        if self.is_double() { 8 } else { 4 }
+    }
+
+    /// Bytes of one element on the input side.
+    pub fn input_element_bytes(self) -> usize {
+        if self.is_forward_real() { self.real_bytes() } else { 2 * self.real_bytes() }
+    }
+
+    /// Bytes of one element on the output side.
+    pub fn output_element_bytes(self) -> usize {
+        if self.is_inverse_real() { self.real_bytes() } else { 2 * self.real_bytes() }
+    }
+
+    /// The name hipFFT's headers use (`HIPFFT_R2C` without the prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            TransformType::R2C => "R2C",
+            TransformType::C2R => "C2R",
+            TransformType::C2C => "C2C",
+            TransformType::D2Z => "D2Z",
+            TransformType::Z2D => "Z2D",
+            TransformType::Z2Z => "Z2Z",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(s))
+    }
+}
+
+impl fmt::Display for TransformType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `HIPFFT_FORWARD` (-1) and `HIPFFT_BACKWARD` (+1). Real transforms have a fixed direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum Direction {
+    Forward = -1,
+    Inverse = 1,
+}
+
+impl Direction {
+    pub fn from_raw(value: i32) -> Option<Self> {
+        match value {
+            -1 => Some(Direction::Forward),
+            1 => Some(Direction::Inverse),
+            _ => None,
+        }
+    }
+    pub fn raw(self) -> i32 {
+        self as i32
+    }
+}
+
+/// An advanced data layout of one side (`inembed`/`istride`/`idist` or the `o` ones).
+///
+/// Element `x` of batch `b` lives at `b * dist + (((x0 * embed[1]) + x1) * embed[2] + x2) * stride`,
+/// as in hipFFT and cuFFT. Only the first `rank` embeds are used.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub embed: [i64; 3],
+    pub stride: i64,
+    pub dist: i64,
+}
+
+impl Layout {
+    pub fn new(embed: &[i64], stride: i64, dist: i64) -> Self {
+        let mut e = [0; 3];
+        for (slot, v) in e.iter_mut().zip(embed) {
+            *slot = *v;
+        }
+        Layout { embed: e, stride, dist }
+    }
+
+    fn eq_rank(&self, other: &Layout, rank: usize) -> bool {
+        self.embed[..rank] == other.embed[..rank] && self.stride == other.stride && self.dist == other.dist
+    }
+
+    fn hash_rank<H: Hasher>(&self, rank: usize, h: &mut H) {
+        for e in &self.embed[..rank] {
+            h.write_i64(*e);
+        }
+        h.write_i64(self.stride);
+        h.write_i64(self.dist);
+    }
+}
+
+/// A descriptor field, for error messages: `n[1]`, `batch`, `inembed[0]`, ...
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    pub name: &'static str,
+    pub index: Option<u8>,
+}
+
+impl Field {
+    pub const fn plain(name: &'static str) -> Self {
+        Field { name, index: None }
+    }
+    pub const fn at(name: &'static str, index: usize) -> Self {
+        Field { name, index: Some(index as u8) }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{}[{}]", self.name, i),
+            None => f.write_str(self.name),
+        }
+    }
+}
+
+/// Why a descriptor was rejected. Each names the field and the value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DescError {
+    #[error("`transform` = {value:#x} is not a hipfftType (R2C 0x2a, C2R 0x2c, C2C 0x29, D2Z 0x6a, Z2D 0x6c, Z2Z 0x69)")]
+    UnknownTransform { value: i32 },
+    #[error("`rank` = {value} is outside 1..=3")]
+    RankOutOfRange { value: i64 },
+    #[error("`device` = {value} is negative")]
+    NegativeDevice { value: i64 },
+    #[error("`{field}` = {value} must be at least 1 (hipFFT loops forever on a zero length or batch)")]
+    NotPositive { field: Field, value: i64 },
+    #[error("`{field}` = {value} is smaller than the {side} extent {min} of that dimension")]
+    EmbedTooSmall { field: Field, value: i64, min: i64, side: &'static str },
+    #[error("`{field}` = {value} makes the {what} overflow")]
+    Overflow { field: Field, value: i64, what: &'static str },
+}
+
+/// The full transform descriptor. Build it with [`PlanDesc::new`] and the layout methods.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanDesc {
+    pub device: i32,
+    pub transform: TransformType,
+    pub rank: u32,
+    /// Logical lengths; for real transforms the last one is the real length.
+    pub n: [i64; 3],
+    pub batch: i64,
+    /// `None`: the packed layout hipFFT uses for a null `inembed`.
+    pub input: Option<Layout>,
+    /// `None`: the packed layout hipFFT uses for a null `onembed`.
+    pub output: Option<Layout>,
+}
+
+impl PartialEq for PlanDesc {
+    fn eq(&self, other: &Self) -> bool {
+        let r = (self.rank as usize).min(3);
+        let layout_eq = |a: &Option<Layout>, b: &Option<Layout>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.eq_rank(b, r),
+            _ => false,
+        };
+        self.device == other.device
+            && self.transform == other.transform
+            && self.rank == other.rank
+            && self.n[..r] == other.n[..r]
+            && self.batch == other.batch
+            && layout_eq(&self.input, &other.input)
+            && layout_eq(&self.output, &other.output)
+    }
+}
+
+impl Eq for PlanDesc {}
+
+impl Hash for PlanDesc {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let r = (self.rank as usize).min(3);
+        h.write_i32(self.device);
+        h.write_i32(self.transform as i32);
+        h.write_u32(self.rank);
+        for n in &self.n[..r] {
+            h.write_i64(*n);
+        }
+        h.write_i64(self.batch);
+        for side in [&self.input, &self.output] {
+            match side {
+                None => h.write_u8(0),
+                Some(l) => {
+                    h.write_u8(1);
+                    l.hash_rank(r, h);
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for PlanDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = (self.rank as usize).min(3);
+        write!(f, "dev{} {} n=", self.device, self.transform)?;
+        for (i, n) in self.n[..r].iter().enumerate() {
+            if i > 0 {
+                f.write_str("x")?;
+            }
+            write!(f, "{n}")?;
+        }
+        write!(f, " batch={}", self.batch)?;
+        for (name, side) in [("in", &self.input), ("out", &self.output)] {
+            if let Some(l) = side {
+                write!(f, " {name}embed={:?} {name}stride={} {name}dist={}", &l.embed[..r], l.stride, l.dist)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sizes derived from a valid descriptor, in elements of each side's element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extents {
+    /// Logical lengths of the input side (the last one halved + 1 for C2R/Z2D).
+    pub input_dims: [i64; 3],
+    /// Logical lengths of the output side (the last one halved + 1 for R2C/D2Z).
+    pub output_dims: [i64; 3],
+    /// Elements the input buffer must hold: one past the largest index touched.
+    pub input_elements: u64,
+    pub output_elements: u64,
+    pub input_bytes: usize,
+    pub output_bytes: usize,
+}
+
+impl PlanDesc {
+    /// A packed transform on device 0. `n` holds 1 to 3 lengths (slowest first).
+    pub fn new(transform: TransformType, n: &[i64], batch: i64) -> Self {
+        let mut dims = [0; 3];
+        for (slot, v) in dims.iter_mut().zip(n) {
+            *slot = *v;
+        }
+        PlanDesc { device: 0, transform, rank: n.len() as u32, n: dims, batch, input: None, output: None }
+    }
+
+    pub fn on_device(mut self, device: i32) -> Self {
+        self.device = device;
+        self
+    }
+
+    pub fn with_input_layout(mut self, layout: Layout) -> Self {
+        self.input = Some(layout);
+        self
+    }
+
+    pub fn with_output_layout(mut self, layout: Layout) -> Self {
+        self.output = Some(layout);
+        self
+    }
+
+    pub fn rank(&self) -> usize {
+        (self.rank as usize).min(3)
+    }
+
+    /// The lengths that matter (`n[..rank]`).
+    pub fn dims(&self) -> &[i64] {
+        &self.n[..self.rank()]
+    }
+
+    /// Checks every field before any runtime call and returns the derived extents.
+    pub fn validate(&self) -> Result<Extents, DescError> {
+        if self.device < 0 {
+            return Err(DescError::NegativeDevice { value: self.device as i64 });
+        }
+        if !(1..=3).contains(&self.rank) {
+            return Err(DescError::RankOutOfRange { value: self.rank as i64 });
+        }
+        let r = self.rank();
+        for (i, &n) in self.n[..r].iter().enumerate() {
+            if n < 1 {
+                return Err(DescError::NotPositive { field: Field::at("n", i), value: n });
+            }
+        }
+        if self.batch < 1 {
+            return Err(DescError::NotPositive { field: Field::plain("batch"), value: self.batch });
+        }
+        let mut real_dims = [1i64; 3];
+        real_dims[..r].copy_from_slice(&self.n[..r]);
+        let mut complex_dims = real_dims;
+        if !self.transform.is_complex() {
+            complex_dims[r - 1] = real_dims[r - 1] / 2 + 1;
+        }
+        // Overflow of the logical element count itself (n[0]*n[1]*n[2]*batch).
+        let mut logical: i64 = self.batch;
+        for (i, &n) in self.n[..r].iter().enumerate() {
+            logical = logical
+                .checked_mul(n)
+                .ok_or(DescError::Overflow { field: Field::at("n", i), value: n, what: "element count (n product times batch)" })?;
+        }
+        let (in_dims, out_dims, in_side, out_side) = if self.transform.is_forward_real() {
+            (real_dims, complex_dims, "real", "complex")
+        } else if self.transform.is_inverse_real() {
+            (complex_dims, real_dims, "complex", "real")
+        } else {
+            (real_dims, real_dims, "complex", "complex")
+        };
+        let t = self.transform;
+        let input_elements = side_elements(r, &in_dims, self.batch, self.input.as_ref(), ["inembed", "istride", "idist"], in_side)?;
+        let output_elements =
+            side_elements(r, &out_dims, self.batch, self.output.as_ref(), ["onembed", "ostride", "odist"], out_side)?;
+        let bytes = |elements: u64, per: usize, field: Field, value: i64| {
+            (elements as u128)
+                .checked_mul(per as u128)
+                .filter(|b| *b <= isize::MAX as u128)
+                .map(|b| b as usize)
+                .ok_or(DescError::Overflow { field, value, what: "byte extent of the buffer" })
+        };
+        let input_bytes = bytes(input_elements, t.input_element_bytes(), Field::plain("batch"), self.batch)?;
+        let output_bytes = bytes(output_elements, t.output_element_bytes(), Field::plain("batch"), self.batch)?;
+        Ok(Extents { input_dims: in_dims, output_dims: out_dims, input_elements, output_elements, input_bytes, output_bytes })
+    }
+}
+
+/// Elements a side's buffer must hold, checking its layout against the logical dims.
+fn side_elements(
+    r: usize,
+    dims: &[i64; 3],
+    batch: i64,
+    layout: Option<&Layout>,
+    names: [&'static str; 3],
+    side: &'static str,
+) -> Result<u64, DescError> {
+    let overflow = |field: Field, value: i64| DescError::Overflow { field, value, what: "largest element index (i64)" };
+    let Some(l) = layout else {
+        // Packed: batch * prod(dims), already known not to overflow for the real side; the
+        // complex side is no larger than the real side plus one row, so recheck cheaply.
+        let mut count: i64 = batch;
+        for (i, d) in dims[..r].iter().enumerate() {
+            count = count.checked_mul(*d).ok_or(overflow(Field::at("n", i), *d))?;
+        }
+        return Ok(count as u64);
+    };
+    for (i, (&e, &d)) in l.embed[..r].iter().zip(&dims[..r]).enumerate() {
+        if e < d {
+            if e < 1 {
+                return Err(DescError::NotPositive { field: Field::at(names[0], i), value: e });
+            }
+            return Err(DescError::EmbedTooSmall { field: Field::at(names[0], i), value: e, min: d, side });
+        }
+    }
+    if l.stride < 1 {
+        return Err(DescError::NotPositive { field: Field::plain(names[1]), value: l.stride });
+    }
+    if l.dist < 1 {
+        return Err(DescError::NotPositive { field: Field::plain(names[2]), value: l.dist });
+    }
+    // Largest offset within one batch: sum over dims of (d_k - 1) * prod(embed[k+1..]) * stride.
+    let mut max_off: i64 = 0;
+    let mut pitch: i64 = 1;
+    for k in (0..r).rev() {
+        let term = (dims[k] - 1).checked_mul(pitch).ok_or(overflow(Field::at(names[0], k), l.embed[k]))?;
+        max_off = max_off.checked_add(term).ok_or(overflow(Field::at(names[0], k), l.embed[k]))?;
+        if k > 0 {
+            pitch = pitch.checked_mul(l.embed[k]).ok_or(overflow(Field::at(names[0], k), l.embed[k]))?;
+        }
+    }
+    let max_off = max_off.checked_mul(l.stride).ok_or(overflow(Field::plain(names[1]), l.stride))?;
+    let last = (batch - 1)
+        .checked_mul(l.dist)
+        .and_then(|v| v.checked_add(max_off))
+        .and_then(|v| v.checked_add(1))
+        .ok_or(overflow(Field::plain(names[2]), l.dist))?;
+    Ok(last as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_extents_follow_the_half_spectrum() {
+        let e = PlanDesc::new(TransformType::R2C, &[400], 4).validate().unwrap();
+        assert_eq!(e.input_elements, 1600);
+        assert_eq!(e.output_elements, 4 * 201);
+        assert_eq!(e.input_bytes, 6400);
+        assert_eq!(e.output_bytes, 4 * 201 * 8);
+        let e = PlanDesc::new(TransformType::Z2D, &[6, 10], 2).validate().unwrap();
+        assert_eq!(e.input_dims, [6, 6, 1]);
+        assert_eq!(e.output_elements, 120);
+        assert_eq!(e.input_bytes, 2 * 36 * 16);
+    }
+
+    #[test]
+    fn unused_slots_do_not_split_keys() {
+        let mut a = PlanDesc::new(TransformType::C2C, &[64], 2);
+        let mut b = a;
+        a.n[1] = 7;
+        b.n[2] = 9;
+        assert_eq!(a, b);
+        let h = |d: &PlanDesc| {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(d)
+        };
+        let s = std::collections::hash_map::RandomState::new();
+        use std::hash::BuildHasher;
+        assert_eq!(s.hash_one(a), s.hash_one(b));
+        let _ = h;
+    }
+}
