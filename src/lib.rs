@@ -13,3 +13,23 @@ pub mod sim;
 pub use desc::{DescError, Direction, Extents, Field, Layout, PlanDesc, TransformType};
 pub use error::{Api, CeilingState, Error, Result, RuntimeCode};
 pub use runtime::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+
+pub mod ceiling;
+mod clock;
+mod completion;
+pub mod config;
+mod entry;
+mod lease;
+mod lease_state;
+pub mod metrics;
+mod pool;
+mod sync;
+
+pub use ceiling::LiveCeiling;
+pub use config::{CeilingScope, PoolConfig, PoolConfigBuilder, RuntimeChoice};
+pub use lease::{Lease, ReleaseAfterError};
+pub use metrics::MetricsSnapshot;
+pub use pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport};
+pub mod buffer;
+pub mod probe;
+pub mod select;

@@ -152,9 +152,10 @@ pub trait Runtime: Send + Sync + 'static {
     fn malloc(&self, bytes: usize) -> Result<DevicePtr>;
     /// `hipFree`.
     fn free(&self, ptr: DevicePtr) -> Result<()>;
-    /// `hipMemcpy` host to device (synchronous, ordered after the device's prior work).
+    /// `hipMemcpy` host to device: synchronous for the host, but like `hipMemcpy` not
+    /// ordered after work on non-blocking streams; synchronize those first.
     fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
-    /// `hipMemcpy` device to host (synchronous, ordered after the device's prior work).
+    /// `hipMemcpy` device to host (same ordering as `memcpy_htod`).
     fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()>;
     /// `hipMemcpyAsync` device to device on `stream`.
     fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;

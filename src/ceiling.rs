@@ -1,0 +1,161 @@
+//! `LiveCeiling`: the hard bound on hipFFT handles alive at once, shared process-wide.
+//!
+//! A slot is taken before `hipfftCreate` and given back only after `hipfftDestroy` returned,
+//! so cached plans, evicted plans still in flight and plans being made all count. Taking a
+//! slot never blocks; a caller that finds no slot makes room or waits on [`LiveCeiling::wait_for_change`],
+//! which is woken by anything that could let it progress (a slot given back, a plan going idle).
+//!
+//! Wake-ups cannot be lost: a waiter registers (`waiters += 1`) under the lock before it
+//! re-reads the epoch, and a notifier bumps the epoch before it reads `waiters`; with SeqCst
+//! one of the two sees the other (the store-buffer pattern), and the notifier then takes the
+//! lock, which the waiter holds until it sleeps.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock};
+
+#[derive(Debug)]
+pub struct LiveCeiling {
+    limit: usize,
+    live: AtomicUsize,
+    peak: AtomicUsize,
+    epoch: AtomicU64,
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
+    cond: Condvar,
+}
+
+impl LiveCeiling {
+    /// A ceiling of `limit` live handles. `limit` must be at least 1.
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self::with_limit(limit))
+    }
+
+    pub(crate) fn with_limit(limit: usize) -> Self {
+        LiveCeiling {
+            limit: limit.max(1),
+            live: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            cond: Condvar::new(),
+        }
+    }
+
+    /// The process-wide ceiling. The first caller sets its limit; later callers share it
+    /// whatever limit they ask for (the pool warns when they differ).
+    pub fn process_wide(limit: usize) -> Arc<Self> {
+        static GLOBAL: OnceLock<Arc<LiveCeiling>> = OnceLock::new();
+        GLOBAL.get_or_init(|| LiveCeiling::new(limit)).clone()
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Handles alive now, across every pool sharing this ceiling.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// The most handles ever alive at once.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Threads waiting for a change right now.
+    pub fn waiters(&self) -> usize {
+        self.waiters.load(Ordering::SeqCst)
+    }
+
+    /// Takes a slot if one is free. Never blocks.
+    pub fn try_acquire(&self) -> bool {
+        let mut cur = self.live.load(Ordering::SeqCst);
+        loop {
+            if cur >= self.limit {
+                return false;
+            }
+            match self.live.compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => {
+                    self.peak.fetch_max(cur + 1, Ordering::Relaxed);
+                    return true;
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Gives a slot back (after `hipfftDestroy` returned, or when a creation failed).
+    pub fn release(&self) {
+        let prev = self.live.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(prev > 0, "ceiling slot released twice");
+        self.notify();
+    }
+
+    /// The change counter a waiter reads before it looks for room.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Something changed that may let a waiter progress. Cheap when nobody waits.
+    pub fn notify(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            drop(lock(&self.lock));
+            self.cond.notify_all();
+        }
+    }
+
+    /// Waits until the epoch differs from `seen` or `deadline` passes. Returns false on timeout.
+    pub fn wait_for_change(&self, seen: u64, deadline: Instant) -> bool {
+        let mut guard = lock(&self.lock);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let changed = loop {
+            if self.epoch.load(Ordering::SeqCst) != seen {
+                break true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break false;
+            }
+            guard = match self.cond.wait_timeout(guard, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        };
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        drop(guard);
+        changed
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn slots_stop_at_the_limit_and_come_back() {
+        let c = LiveCeiling::new(2);
+        assert!(c.try_acquire());
+        assert!(c.try_acquire());
+        assert!(!c.try_acquire());
+        c.release();
+        assert!(c.try_acquire());
+        assert_eq!(c.peak(), 2);
+    }
+
+    #[test]
+    fn a_waiter_times_out_without_a_change_and_wakes_on_one() {
+        let c = LiveCeiling::new(1);
+        let e = c.epoch();
+        assert!(!c.wait_for_change(e, Instant::now() + Duration::from_millis(20)));
+        let c2 = c.clone();
+        let t = std::thread::spawn(move || c2.wait_for_change(e, Instant::now() + Duration::from_secs(10)));
+        std::thread::sleep(Duration::from_millis(20));
+        c.notify();
+        assert!(t.join().unwrap());
+    }
+}

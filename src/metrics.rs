@@ -1,0 +1,75 @@
+//! Counters kept by the pool and the snapshot it reports.
+//!
+//! Counters live on slow paths only (misses, creations, destroys, waits). The hit path
+//! bumps nothing shared: hits are counted per plan and summed when a snapshot is taken.
+
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub misses: AtomicU64,
+    pub creations: AtomicU64,
+    pub destroys: AtomicU64,
+    pub evictions: AtomicU64,
+    pub ceiling_waits: AtomicU64,
+    pub ceiling_timeouts: AtomicU64,
+    pub create_failures: AtomicU64,
+    pub destroy_failures: AtomicU64,
+    pub exec_failures: AtomicU64,
+    pub event_failures: AtomicU64,
+    pub flush_hook_calls: AtomicU64,
+    /// Hits of plans already destroyed (live plans keep their own count).
+    pub hits_of_destroyed: AtomicU64,
+    /// This pool's live handles: cached + retired + being created.
+    pub live: AtomicUsize,
+    pub peak_live: AtomicUsize,
+    pub creating: AtomicUsize,
+}
+
+impl Counters {
+    pub(crate) fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn live_up(&self) {
+        let now = self.live.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak_live.fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn live_down(&self) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Every count the pool keeps, at one moment. Exact when the pool is quiescent; under
+/// concurrent use each field is exact but fields may be from slightly different instants.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MetricsSnapshot {
+    /// This pool's live handles (cached + retired awaiting their last lease + being created).
+    pub live: usize,
+    pub peak_live: usize,
+    /// Live handles of every pool sharing the ceiling.
+    pub process_live: usize,
+    pub process_peak_live: usize,
+    pub ceiling: usize,
+    pub capacity: usize,
+    pub cached: usize,
+    /// Leases not yet released (executions possibly in flight).
+    pub in_flight: usize,
+    /// Evicted plans waiting for their last lease.
+    pub retired_pending: usize,
+    pub creating: usize,
+    pub work_area_bytes: usize,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+    pub creations: u64,
+    pub destroys: u64,
+    pub ceiling_waits: u64,
+    pub ceiling_timeouts: u64,
+    pub create_failures: u64,
+    pub destroy_failures: u64,
+    pub exec_failures: u64,
+    pub event_failures: u64,
+    pub flush_hook_calls: u64,
+}

@@ -1,0 +1,656 @@
+//! `PlanPool`: the bounded plan cache in front of the live ceiling.
+//!
+//! The hit path is a sharded map read plus two atomics on the plan itself: no allocation,
+//! no formatting, no lock beyond the map shard's read lock. Everything else (misses,
+//! eviction, waiting at the ceiling) runs on the slow path under one pool mutex that is
+//! never held across a runtime call. Plans are destroyed by whoever evicts them idle, or
+//! by the destroyer thread when the last lease of a retired plan goes; never under a lock
+//! and never inside a release.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use dashmap::DashMap;
+use lru::LruCache;
+use rustc_hash::FxBuildHasher;
+
+use crate::ceiling::LiveCeiling;
+use crate::clock::stamp;
+use crate::config::{CeilingScope, PoolConfig};
+use crate::desc::PlanDesc;
+use crate::entry::{Core, PlanEntry};
+use crate::error::{CeilingState, Error, Result};
+use crate::lease::Lease;
+use crate::lease_state::{Evicted, LeaseState};
+use crate::metrics::{Counters, MetricsSnapshot};
+use crate::runtime::{PlanOptions, Runtime, with_device};
+use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, lock};
+
+/// Called once by a miss that found the ceiling full and nothing idle to evict, before it
+/// waits: a host that batches GPU work (into graphs, say) must submit it now, or the
+/// executions holding the live plans can never complete.
+pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
+
+pub struct PlanPool {
+    core: Arc<Core>,
+    map: DashMap<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    inner: Mutex<Inner>,
+    retire_rx: Receiver<Arc<PlanEntry>>,
+    flush_hook: parking_lot::RwLock<Option<FlushHook>>,
+    acquire_timeout: Duration,
+    shutdown_timeout: Duration,
+    plan_options: PlanOptions,
+    /// Disconnects when the completion thread has ended.
+    completion_done: Receiver<()>,
+    _threads: Vec<JoinHandle<()>>,
+}
+
+struct Inner {
+    /// Recency order. Hits do not reorder it (they only stamp the plan); the slow path
+    /// replays the stamps into it before it picks a victim, so eviction is exact LRU.
+    lru: LruCache<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    capacity: usize,
+    work_area_budget: Option<usize>,
+    work_area_bytes: usize,
+    /// Single-flight creations in progress.
+    creating: HashMap<PlanDesc, Arc<Flight>>,
+    shut_down: bool,
+}
+
+/// One creation that concurrent misses on the same key wait for.
+struct Flight {
+    result: Mutex<Option<Result<Arc<PlanEntry>>>>,
+    cond: Condvar,
+}
+
+impl Flight {
+    fn new() -> Self {
+        Flight { result: Mutex::new(None), cond: Condvar::new() }
+    }
+
+    fn finish(&self, r: Result<Arc<PlanEntry>>) {
+        *lock(&self.result) = Some(r);
+        self.cond.notify_all();
+    }
+
+    /// `None` when the deadline passed first.
+    fn wait(&self, deadline: Instant) -> Option<Result<Arc<PlanEntry>>> {
+        let mut g = lock(&self.result);
+        loop {
+            if let Some(r) = g.as_ref() {
+                return Some(r.clone());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            g = match self.cond.wait_timeout(g, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+    }
+}
+
+enum Step {
+    Retry,
+    Join(Arc<Flight>),
+    Create(Arc<Flight>),
+    Destroy(Arc<PlanEntry>),
+    Wait,
+}
+
+/// What `shutdown` could and could not do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Plans destroyed by the shutdown itself or while it waited.
+    pub destroyed: usize,
+    /// Plans still leased when the wait ended: they are destroyed when released.
+    pub still_leased: Vec<PlanDesc>,
+    /// Whether the wait for outstanding leases ran out.
+    pub timed_out: bool,
+}
+
+/// One cached plan, for summaries.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CachedPlan {
+    pub desc: String,
+    pub work_size: usize,
+    pub hits: u64,
+    pub leases: usize,
+}
+
+impl PlanPool {
+    /// A pool over `runtime`.
+    pub fn new(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<PlanPool> {
+        let ceiling = match &config.ceiling_scope {
+            CeilingScope::Shared(c) => c.clone(),
+            CeilingScope::ProcessWide => {
+                let c = LiveCeiling::process_wide(config.live_ceiling);
+                if c.limit() != config.live_ceiling {
+                    tracing::warn!(
+                        asked = config.live_ceiling,
+                        effective = c.limit(),
+                        "the process-wide live ceiling was already set; sharing it"
+                    );
+                }
+                c
+            }
+        };
+        if config.capacity == 0 || config.capacity > ceiling.limit() {
+            return Err(Error::InvalidConfig {
+                field: "capacity",
+                value: format!("{} (live ceiling {})", config.capacity, ceiling.limit()),
+                reason: "must be between 1 and the live ceiling",
+            });
+        }
+        let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
+        let (completion_tx, completion_rx) = unbounded();
+        let core = Arc::new(Core {
+            runtime,
+            ceiling,
+            counters: Counters::default(),
+            retire_tx,
+            retired: Mutex::new(HashMap::new()),
+            completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
+            free_events: Mutex::new(HashMap::new()),
+        });
+        let destroyer_rx = retire_rx.clone();
+        let destroyer = std::thread::Builder::new()
+            .name("hipfft-pool-destroy".into())
+            .spawn(move || {
+                // Ends when every plan and the pool are gone (all senders dropped).
+                while let Ok(entry) = destroyer_rx.recv() {
+                    let core = entry.core.clone();
+                    core.destroy_retired(entry);
+                }
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
+        let (done_tx, completion_done) = crossbeam_channel::bounded::<()>(0);
+        let completion = std::thread::Builder::new()
+            .name("hipfft-pool-complete".into())
+            .spawn(move || {
+                let _done = done_tx;
+                crate::completion::run(completion_rx);
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
+        Ok(PlanPool {
+            core,
+            map: DashMap::with_hasher(FxBuildHasher),
+            inner: Mutex::new(Inner {
+                lru: LruCache::unbounded_with_hasher(FxBuildHasher),
+                capacity: config.capacity,
+                work_area_budget: config.work_area_budget,
+                work_area_bytes: 0,
+                creating: HashMap::new(),
+                shut_down: false,
+            }),
+            retire_rx,
+            flush_hook: parking_lot::RwLock::new(None),
+            acquire_timeout: config.acquire_timeout,
+            shutdown_timeout: config.shutdown_timeout,
+            plan_options: config.plan_options,
+            completion_done,
+            _threads: vec![destroyer, completion],
+        })
+    }
+
+    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+        &self.core.runtime
+    }
+
+    pub fn ceiling(&self) -> &Arc<LiveCeiling> {
+        &self.core.ceiling
+    }
+
+    pub fn capacity(&self) -> usize {
+        lock(&self.inner).capacity
+    }
+
+    pub fn acquire_timeout(&self) -> Duration {
+        self.acquire_timeout
+    }
+
+    /// A lease on the plan for `desc`, made if needed. On a miss at the ceiling it destroys
+    /// retired plans whose executions finished, evicts idle plans, calls the flush hook once,
+    /// then waits up to the acquire timeout; it never waits unbounded.
+    #[inline]
+    pub fn acquire(&self, desc: &PlanDesc) -> Result<Lease> {
+        match self.try_hit(desc) {
+            Some(lease) => Ok(lease),
+            None => self.acquire_slow(desc),
+        }
+    }
+
+    #[inline]
+    fn try_hit(&self, desc: &PlanDesc) -> Option<Lease> {
+        let guard = self.map.get(desc)?;
+        let e = guard.value();
+        if !e.state.try_lease() {
+            return None;
+        }
+        e.last_used.store(stamp(), Ordering::Relaxed);
+        e.hits.fetch_add(1, Ordering::Relaxed);
+        Some(Lease { entry: e.clone() })
+    }
+
+    #[cold]
+    fn acquire_slow(&self, desc: &PlanDesc) -> Result<Lease> {
+        desc.validate()?;
+        let started = Instant::now();
+        let deadline = started + self.acquire_timeout;
+        let mut flushed = false;
+        let mut waited = false;
+        let mut missed = false;
+        let mut miss_once = |c: &Counters| {
+            if !std::mem::replace(&mut missed, true) {
+                Counters::bump(&c.misses);
+            }
+        };
+        loop {
+            if let Some(lease) = self.try_hit(desc) {
+                return Ok(lease);
+            }
+            let epoch = self.core.ceiling.epoch();
+            let step = {
+                let mut inner = lock(&self.inner);
+                if inner.shut_down {
+                    return Err(Error::ShutDown);
+                }
+                if let Some(f) = inner.creating.get(desc) {
+                    Step::Join(f.clone())
+                } else if self.map.contains_key(desc) {
+                    Step::Retry
+                } else if self.core.ceiling.try_acquire() {
+                    self.core.counters.live_up();
+                    self.core.counters.creating.fetch_add(1, Ordering::SeqCst);
+                    let f = Arc::new(Flight::new());
+                    inner.creating.insert(*desc, f.clone());
+                    Step::Create(f)
+                } else if let Ok(e) = self.retire_rx.try_recv() {
+                    // A retired plan whose last lease went: destroy it here, not later.
+                    lock(&self.core.retired).remove(&e.plan);
+                    Step::Destroy(e)
+                } else if let Some(e) = self.evict_one_idle(&mut inner) {
+                    Step::Destroy(e)
+                } else {
+                    Step::Wait
+                }
+            };
+            match step {
+                Step::Retry => continue,
+                Step::Create(flight) => {
+                    miss_once(&self.core.counters);
+                    return self.create(desc, flight);
+                }
+                Step::Join(flight) => {
+                    miss_once(&self.core.counters);
+                    match flight.wait(deadline) {
+                        Some(Ok(entry)) => {
+                            if entry.state.try_lease() {
+                                entry.last_used.store(stamp(), Ordering::Relaxed);
+                                return Ok(Lease { entry });
+                            }
+                            // Evicted before we got to it: go round again.
+                        }
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(self.timeout_error(desc, started)),
+                    }
+                }
+                Step::Destroy(entry) => self.core.destroy(&entry),
+                Step::Wait => {
+                    if !flushed {
+                        flushed = true;
+                        let hook = self.flush_hook.read().clone();
+                        if let Some(hook) = hook {
+                            Counters::bump(&self.core.counters.flush_hook_calls);
+                            let _span = tracing::debug_span!("flush_hook", desc = %desc).entered();
+                            hook();
+                            continue;
+                        }
+                    }
+                    if !std::mem::replace(&mut waited, true) {
+                        Counters::bump(&self.core.counters.ceiling_waits);
+                    }
+                    let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
+                    if !self.core.ceiling.wait_for_change(epoch, deadline) {
+                        Counters::bump(&self.core.counters.ceiling_timeouts);
+                        return Err(self.timeout_error(desc, started));
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout_error(&self, desc: &PlanDesc, started: Instant) -> Error {
+        let m = self.metrics();
+        Error::CeilingTimeout {
+            device: desc.device,
+            waited: started.elapsed(),
+            state: CeilingState {
+                live: m.process_live,
+                cached: m.cached,
+                in_flight: m.in_flight,
+                retired: m.retired_pending,
+                ceiling: m.ceiling,
+            },
+        }
+    }
+
+    fn create(&self, desc: &PlanDesc, flight: Arc<Flight>) -> Result<Lease> {
+        let rt = &*self.core.runtime;
+        let options = self.plan_options;
+        let made = {
+            let _span = tracing::debug_span!("create", desc = %desc).entered();
+            with_device(rt, desc.device, || rt.plan_create(desc, options))
+        };
+        self.core.counters.creating.fetch_sub(1, Ordering::SeqCst);
+        let created = match made {
+            Ok(c) => c,
+            Err(e) => {
+                Counters::bump(&self.core.counters.create_failures);
+                self.core.counters.live_down();
+                self.core.ceiling.release();
+                lock(&self.inner).creating.remove(desc);
+                flight.finish(Err(e.clone()));
+                return Err(e);
+            }
+        };
+        Counters::bump(&self.core.counters.creations);
+        let now = stamp();
+        let entry = Arc::new(PlanEntry {
+            core: self.core.clone(),
+            desc: *desc,
+            plan: created.plan,
+            work_size: created.work_size,
+            auto_allocation: options.auto_allocation,
+            state: LeaseState::new_leased(),
+            last_used: AtomicU64::new(now),
+            listed: AtomicU64::new(now),
+            hits: AtomicU64::new(0),
+            exec_lock: parking_lot::Mutex::new(()),
+        });
+        let mut victims = Vec::new();
+        let shut_down = {
+            let mut inner = lock(&self.inner);
+            inner.creating.remove(desc);
+            if !inner.shut_down {
+                inner.lru.put(*desc, entry.clone());
+                self.map.insert(*desc, entry.clone());
+                inner.work_area_bytes += entry.work_size;
+                self.enforce_bounds(&mut inner, &mut victims);
+            }
+            inner.shut_down
+        };
+        if shut_down {
+            // Never cached: retire it, and our own release hands it to the destroyer.
+            self.retire(&entry);
+            flight.finish(Err(Error::ShutDown));
+            drop(Lease { entry });
+            return Err(Error::ShutDown);
+        }
+        flight.finish(Ok(entry.clone()));
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        Ok(Lease { entry })
+    }
+
+    /// Marks an entry evicted. It joins the retired set first, so that a last release
+    /// racing this eviction always finds it there. Returns it when it was idle (the caller
+    /// destroys it outside the lock).
+    fn retire(&self, e: &Arc<PlanEntry>) -> Option<Arc<PlanEntry>> {
+        let mut retired = lock(&self.core.retired);
+        retired.insert(e.plan, e.clone());
+        match e.state.evict() {
+            Evicted::Idle => {
+                retired.remove(&e.plan);
+                Some(e.clone())
+            }
+            Evicted::Leased => None,
+        }
+    }
+
+    /// Removes `key` from the cache and evicts it.
+    fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
+        let e = inner.lru.pop(key)?;
+        self.map.remove(key);
+        inner.work_area_bytes -= e.work_size;
+        Counters::bump(&self.core.counters.evictions);
+        self.retire(&e)
+    }
+
+    /// Replays hit stamps into the LRU list, oldest first, so its order is exact.
+    fn sync_recency(inner: &mut Inner) {
+        let mut touched: Vec<(u64, PlanDesc)> = inner
+            .lru
+            .iter()
+            .filter_map(|(k, e)| {
+                let s = e.last_used.load(Ordering::Relaxed);
+                (s != e.listed.load(Ordering::Relaxed)).then_some((s, *k))
+            })
+            .collect();
+        touched.sort_unstable_by_key(|t| t.0);
+        for (s, k) in touched {
+            inner.lru.promote(&k);
+            if let Some(e) = inner.lru.peek(&k) {
+                e.listed.store(s, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Evicts the least recently used idle plan, if any, for a miss at the ceiling.
+    fn evict_one_idle(&self, inner: &mut Inner) -> Option<Arc<PlanEntry>> {
+        Self::sync_recency(inner);
+        let key = inner.lru.iter().rev().find(|(_, e)| e.state.leases() == 0).map(|(k, _)| *k)?;
+        // A hit may lease it between the check and the eviction; it is then retired and
+        // the caller looks again.
+        self.evict_key(inner, &key)
+    }
+
+    /// Evicts least recently used plans until the cache fits its capacity and work-area
+    /// budget. Idle victims are returned for destruction; leased ones are retired.
+    fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>) {
+        Self::sync_recency(inner);
+        loop {
+            let over_capacity = inner.lru.len() > inner.capacity;
+            let over_budget = inner.work_area_budget.is_some_and(|b| inner.work_area_bytes > b) && inner.lru.len() > 1;
+            if !(over_capacity || over_budget) {
+                break;
+            }
+            let Some(key) = inner.lru.peek_lru().map(|(k, _)| *k) else { break };
+            victims.extend(self.evict_key(inner, &key));
+        }
+    }
+
+    /// Changes the capacity at run time (1 to the live ceiling), evicting as needed.
+    pub fn set_capacity(&self, capacity: usize) -> Result<()> {
+        let limit = self.core.ceiling.limit();
+        if capacity == 0 || capacity > limit {
+            return Err(Error::InvalidConfig {
+                field: "capacity",
+                value: capacity.to_string(),
+                reason: "must be between 1 and the live ceiling",
+            });
+        }
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            inner.capacity = capacity;
+            self.enforce_bounds(&mut inner, &mut victims);
+        }
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        self.core.ceiling.notify();
+        Ok(())
+    }
+
+    /// Destroys every idle cached plan. Returns how many were destroyed.
+    pub fn trim(&self) -> usize {
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            let idle: Vec<PlanDesc> =
+                inner.lru.iter().filter(|(_, e)| e.state.leases() == 0).map(|(k, _)| *k).collect();
+            for k in idle {
+                victims.extend(self.evict_key(&mut inner, &k));
+            }
+        }
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        victims.len()
+    }
+
+    pub fn set_flush_hook(&self, hook: Option<FlushHook>) {
+        *self.flush_hook.write() = hook;
+    }
+
+    /// Every count, at one moment (see [`MetricsSnapshot`]).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let c = &self.core.counters;
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (cached, work_area_bytes, capacity, mut hits, mut in_flight) = {
+            let inner = lock(&self.inner);
+            let (h, l) = inner.lru.iter().fold((0u64, 0usize), |(h, l), (_, e)| {
+                (h + e.hits.load(Ordering::Relaxed), l + e.state.leases())
+            });
+            (inner.lru.len(), inner.work_area_bytes, inner.capacity, h, l)
+        };
+        let retired_pending = {
+            let retired = lock(&self.core.retired);
+            for e in retired.values() {
+                hits += e.hits.load(Ordering::Relaxed);
+                in_flight += e.state.leases();
+            }
+            retired.len()
+        };
+        hits += ld(&c.hits_of_destroyed);
+        MetricsSnapshot {
+            live: c.live.load(Ordering::SeqCst),
+            peak_live: c.peak_live.load(Ordering::Relaxed),
+            process_live: self.core.ceiling.live(),
+            process_peak_live: self.core.ceiling.peak(),
+            ceiling: self.core.ceiling.limit(),
+            capacity,
+            cached,
+            in_flight,
+            retired_pending,
+            creating: c.creating.load(Ordering::SeqCst),
+            work_area_bytes,
+            hits,
+            misses: ld(&c.misses),
+            evictions: ld(&c.evictions),
+            creations: ld(&c.creations),
+            destroys: ld(&c.destroys),
+            ceiling_waits: ld(&c.ceiling_waits),
+            ceiling_timeouts: ld(&c.ceiling_timeouts),
+            create_failures: ld(&c.create_failures),
+            destroy_failures: ld(&c.destroy_failures),
+            exec_failures: ld(&c.exec_failures),
+            event_failures: ld(&c.event_failures),
+            flush_hook_calls: ld(&c.flush_hook_calls),
+        }
+    }
+
+    /// The cached plans, most recently used first.
+    pub fn cached_plans(&self) -> Vec<CachedPlan> {
+        let mut inner = lock(&self.inner);
+        Self::sync_recency(&mut inner);
+        inner
+            .lru
+            .iter()
+            .map(|(_, e)| CachedPlan {
+                desc: e.desc.to_string(),
+                work_size: e.work_size,
+                hits: e.hits.load(Ordering::Relaxed),
+                leases: e.state.leases(),
+            })
+            .collect()
+    }
+
+    /// Stops serving, destroys idle plans, and waits up to the shutdown timeout for leased
+    /// ones. Plans still leased afterwards are destroyed when their last lease goes.
+    /// Calling it again returns at once.
+    pub fn shutdown(&self) -> ShutdownReport {
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            if inner.shut_down {
+                return ShutdownReport::default();
+            }
+            inner.shut_down = true;
+            let keys: Vec<PlanDesc> = inner.lru.iter().map(|(k, _)| *k).collect();
+            for k in keys {
+                victims.extend(self.evict_key(&mut inner, &k));
+            }
+        }
+        let mut destroyed = victims.len();
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        // Wake waiters so they see the shutdown; stop taking new release_after work.
+        *self.core.completion_tx.lock() = None;
+        self.core.ceiling.notify();
+        let deadline = Instant::now() + self.shutdown_timeout;
+        let timed_out = loop {
+            let epoch = self.core.ceiling.epoch();
+            while let Ok(e) = self.retire_rx.try_recv() {
+                self.core.destroy_retired(e);
+                destroyed += 1;
+            }
+            let pending = !lock(&self.core.retired).is_empty()
+                || self.core.counters.creating.load(Ordering::SeqCst) > 0;
+            if !pending {
+                break false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break true;
+            }
+            self.core.ceiling.wait_for_change(epoch, deadline.min(now + Duration::from_millis(10)));
+        };
+        // The completion thread ends once its queue is empty; then its events are free.
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
+        if self.completion_done.recv_timeout(left).is_err_and(|e| e.is_disconnected()) {
+            self.destroy_free_events();
+        }
+        let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
+        if !still_leased.is_empty() {
+            tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");
+        }
+        ShutdownReport { destroyed, still_leased, timed_out }
+    }
+
+    fn destroy_free_events(&self) {
+        let rt = &*self.core.runtime;
+        let events = std::mem::take(&mut *lock(&self.core.free_events));
+        for (device, list) in events {
+            let _ = with_device(rt, device, || {
+                for ev in list {
+                    if let Err(e) = rt.event_destroy(ev) {
+                        tracing::warn!(error = %e, "event destroy failed");
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for PlanPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl fmt::Debug for PlanPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlanPool").field("metrics", &self.metrics()).finish()
+    }
+}
