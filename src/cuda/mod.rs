@@ -12,7 +12,10 @@
 //! `Error::Unavailable`, never a cudarc panic. The calls hold no state: this type is a token
 //! proving the libraries are loaded.
 
-pub mod result;
+// Private: its calls are only sound after `result::load` succeeded, which `CudaRuntime::new` ensures.
+mod result;
+
+pub use result::cuda_code;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::{Error, Result};

@@ -35,31 +35,31 @@ const CUDA_ERROR_NAMES: &[(i32, &str)] = &[
     (999, "cudaErrorUnknown"),
 ];
 
-/// A `cudaError_t` by name and number. Values outside the table are named by the loaded
-/// runtime's own `cudaGetErrorName` (its strings live as long as the never-unloaded library).
+/// A `cudaError_t` by name and number, named from the table above.
 pub fn cuda_code(value: i32) -> RuntimeCode {
-    let name = CUDA_ERROR_NAMES.iter().find(|(v, _)| *v == value).map(|(_, n)| *n);
-    let name = name.or_else(|| library_error_name(value)).unwrap_or("cudaErrorUnrecognized");
+    let name = CUDA_ERROR_NAMES.iter().find(|(v, _)| *v == value).map_or(UNRECOGNIZED, |(_, n)| *n);
     RuntimeCode { api: Api::Cuda, value, name }
 }
 
-fn library_error_name(value: i32) -> Option<&'static str> {
-    if !loaded() {
-        return None;
+const UNRECOGNIZED: &str = "cudaErrorUnrecognized";
+
+/// A status the runtime returned; values outside the table are named by the runtime's own
+/// `cudaGetErrorName` (static strings of a library that is never unloaded).
+fn runtime_code(e: rt::cudaError_t) -> RuntimeCode {
+    let mut code = cuda_code(e as i32);
+    if code.name == UNRECOGNIZED {
+        let p = unsafe { rt::cudaGetErrorName(e) };
+        if let Some(name) = (!p.is_null()).then(|| unsafe { CStr::from_ptr::<'static>(p) }.to_str().ok()).flatten() {
+            code.name = name;
+        }
     }
-    // Only called with a value the runtime itself returned, so it is a valid enumerator.
-    let code: rt::cudaError_t = unsafe { std::mem::transmute::<i32, rt::cudaError_t>(value) };
-    let p = unsafe { rt::cudaGetErrorName(code) };
-    if p.is_null() {
-        return None;
-    }
-    unsafe { CStr::from_ptr::<'static>(p) }.to_str().ok()
+    code
 }
 
 fn check_cuda(call: &'static str, e: rt::cudaError_t) -> Result<()> {
     match e {
         rt::cudaError_t::cudaSuccess => Ok(()),
-        e => Err(Error::Runtime { call, code: cuda_code(e as i32) }),
+        e => Err(Error::Runtime { call, code: runtime_code(e) }),
     }
 }
 
@@ -152,10 +152,6 @@ const LIBS: [Lib; 3] = [
 
 static LOADED: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
 
-fn loaded() -> bool {
-    matches!(LOADED.get(), Some(Ok(())))
-}
-
 /// Finds, loads and resolves every library and symbol this runtime uses, once per process.
 ///
 /// `is_culib_present` runs first, so a missing library becomes `Error::Unavailable` naming
@@ -170,7 +166,10 @@ fn load_uncached() -> std::result::Result<(), String> {
     for lib in &LIBS {
         let present = catch_unwind(|| unsafe { (lib.present)() }).unwrap_or(false);
         if !present {
-            let tried = cudarc::get_lib_name_candidates(lib.name);
+            // cudarc also tries Windows-style `lib{name}64_*` names; list the others.
+            let mut tried = cudarc::get_lib_name_candidates(lib.name);
+            tried.retain(|n| !n.contains("64"));
+            tried.dedup();
             missing.push(format!("lib{} (looked for {})", lib.name, tried.join(", ")));
         }
     }
@@ -264,7 +263,9 @@ pub fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: R
 
 pub fn stream_create() -> Result<RawStream> {
     let mut s: rt::cudaStream_t = ptr::null_mut();
-    check_cuda("cudaStreamCreateWithFlags", unsafe { rt::cudaStreamCreateWithFlags(&mut s, rt::cudaStreamNonBlocking) })?;
+    check_cuda("cudaStreamCreateWithFlags", unsafe {
+        rt::cudaStreamCreateWithFlags(&mut s, rt::cudaStreamNonBlocking)
+    })?;
     Ok(RawStream(s as usize))
 }
 
@@ -278,7 +279,9 @@ pub fn stream_destroy(s: RawStream) -> Result<()> {
 
 pub fn event_create() -> Result<RawEvent> {
     let mut e: rt::cudaEvent_t = ptr::null_mut();
-    check_cuda("cudaEventCreateWithFlags", unsafe { rt::cudaEventCreateWithFlags(&mut e, rt::cudaEventDisableTiming) })?;
+    check_cuda("cudaEventCreateWithFlags", unsafe {
+        rt::cudaEventCreateWithFlags(&mut e, rt::cudaEventDisableTiming)
+    })?;
     Ok(RawEvent(e as usize))
 }
 
@@ -326,7 +329,10 @@ pub fn device_name(device: i32) -> Result<String> {
             let named = unsafe { drv::cuGetErrorName(r, &mut p) } == drv::CUresult::CUDA_SUCCESS && !p.is_null();
             // The driver's error strings are static and the library is never unloaded.
             let name = if named { unsafe { CStr::from_ptr::<'static>(p) }.to_str().ok() } else { None };
-            Err(Error::Runtime { call, code: RuntimeCode { api: Api::Cuda, value: r as i32, name: name.unwrap_or("CUresult") } })
+            Err(Error::Runtime {
+                call,
+                code: RuntimeCode { api: Api::Cuda, value: r as i32, name: name.unwrap_or("CUresult") },
+            })
         }
     };
     driver("cuInit", unsafe { drv::cuInit(0) })?;
