@@ -5,6 +5,8 @@
 //! evicted plans are destroyed explicitly, off the hot path and never under a lock; every
 //! execution holds a [`Lease`] that is counted until the GPU completes it.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod desc;
 pub mod error;
 pub mod runtime;
