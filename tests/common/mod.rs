@@ -77,3 +77,16 @@ impl Job {
         reference::rel_l2_error(&reference::gather_output(&self.desc, &got), &want)
     }
 }
+
+/// Like `enqueue`, but returns the exec error instead of panicking.
+pub fn try_enqueue(rt: &Arc<dyn Runtime>, lease: &Lease, stream: &Stream, seed: u64) -> hipfft_pool::Result<()> {
+    let desc = *lease.desc();
+    let ext = desc.validate().unwrap();
+    let input = reference::random_input(&desc, seed);
+    let d_in = DeviceBuffer::from_host(rt, &input).unwrap();
+    let d_out = DeviceBuffer::new(rt, ext.output_bytes).unwrap();
+    let work = (lease.work_size() > 0).then(|| DeviceBuffer::new(rt, lease.work_size()).unwrap());
+    let r = lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction_for(&desc), work.as_ref().map(|w| w.ptr()));
+    stream.synchronize().unwrap();
+    r
+}

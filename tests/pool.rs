@@ -1,0 +1,404 @@
+//! The pool's promises, checked against the simulated runtime's own ground truth: its live
+//! handle count, its record of misuse (destroy under a pending execution, interleaved exec,
+//! wrong device), and an independent reference FFT.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use hipfft_pool::buffer::Stream;
+use hipfft_pool::sim::SimConfig;
+use hipfft_pool::{Error, LiveCeiling, PlanPool, PoolConfig, RawStream};
+
+#[test]
+fn a_hit_reuses_the_plan_and_a_release_keeps_it_cached() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let d = c2c(64, 2);
+    let a = pool.acquire(&d).unwrap();
+    let b = pool.acquire(&d).unwrap();
+    assert_eq!(a.plan(), b.plan());
+    assert_eq!(sim.created_total(), 1);
+    drop(a);
+    drop(b);
+    let c = pool.acquire(&d).unwrap();
+    assert!(sim.is_live(c.plan()));
+    let m = pool.metrics();
+    assert_eq!((m.hits, m.misses, m.creations), (2, 1, 1));
+    drop(c);
+    pool.shutdown();
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.destroyed_total(), 1);
+}
+
+#[test]
+fn an_idle_plan_evicted_by_capacity_is_destroyed_at_once_in_lru_order() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 2, 4, Duration::from_secs(5));
+    let (a, b, c) = (c2c(8, 1), c2c(16, 1), c2c(32, 1));
+    let pa = pool.acquire(&a).unwrap().plan();
+    let pb = pool.acquire(&b).unwrap().plan();
+    drop(pool.acquire(&a).unwrap()); // a is now more recent than b
+    drop(pool.acquire(&c).unwrap());
+    assert!(!sim.is_live(pb), "the least recently used plan is destroyed on eviction");
+    assert!(sim.is_live(pa));
+    assert_eq!(sim.live_handles(), 2);
+    drop(pool.acquire(&b).unwrap()); // evicts a (c is more recent)
+    assert!(!sim.is_live(pa));
+    assert_eq!(pool.metrics().evictions, 2);
+}
+
+#[test]
+fn a_leased_plan_evicted_is_retired_and_destroyed_by_the_pool_after_its_last_lease() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 1, 2, Duration::from_secs(5));
+    let held = pool.acquire(&c2c(8, 1)).unwrap();
+    let plan = held.plan();
+    drop(pool.acquire(&c2c(16, 1)).unwrap());
+    assert!(sim.is_live(plan), "never destroyed while leased");
+    assert_eq!(pool.metrics().retired_pending, 1);
+    assert_eq!(sim.live_handles(), 2);
+    held.release();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sim.is_live(plan) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!sim.is_live(plan), "the destroyer thread destroys it after the last lease");
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn release_after_waits_for_the_gpu_and_eviction_never_destroys_under_a_pending_exec() {
+    let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(30), ..SimConfig::default() });
+    let pool = pool(&rt, 1, 2, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 3)).unwrap();
+    let plan = lease.plan();
+    let job = enqueue(&rt, &lease, &stream, 1);
+    lease.release_after(stream.raw()).unwrap();
+    assert!(sim.pending_execs(plan) > 0, "the execution is still in flight");
+    drop(pool.acquire(&c2c(32, 1)).unwrap()); // evicts the in-flight plan: it must be retired
+    assert!(sim.is_live(plan));
+    assert!(job.check(&stream) <= 1e-5);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sim.is_live(plan) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!sim.is_live(plan));
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn a_miss_at_the_ceiling_times_out_with_the_live_counts_and_never_hangs() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 2, 2, Duration::from_millis(100));
+    let _a = pool.acquire(&c2c(8, 1)).unwrap();
+    let _b = pool.acquire(&c2c(16, 1)).unwrap();
+    let t = Instant::now();
+    let err = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(t.elapsed() >= Duration::from_millis(100) && t.elapsed() < Duration::from_secs(5));
+    match &err {
+        Error::CeilingTimeout { state, .. } => {
+            assert_eq!((state.live, state.cached, state.in_flight, state.ceiling), (2, 2, 2, 2));
+        }
+        other => panic!("expected a ceiling timeout, got {other}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("2 live of ceiling 2") && text.contains("HIPFFT_POOL_LIVE_CEILING"), "{text}");
+    assert_eq!(sim.live_handles(), 2);
+    assert_eq!(pool.metrics().ceiling_timeouts, 1);
+}
+
+#[test]
+fn a_waiter_at_the_ceiling_is_served_when_a_lease_is_released() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = Arc::new(pool(&rt, 1, 1, Duration::from_secs(10)));
+    let held = pool.acquire(&c2c(8, 1)).unwrap();
+    let p2 = pool.clone();
+    let waiter = std::thread::spawn(move || p2.acquire(&c2c(16, 1)).map(|l| l.plan()));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(sim.live_handles(), 1);
+    held.release();
+    let plan = waiter.join().unwrap().expect("served after the release");
+    assert!(!sim.is_live(plan) || sim.live_handles() == 1);
+    assert_eq!(pool.metrics().ceiling_waits, 1);
+    assert!(sim.peak_live_handles() <= 1);
+}
+
+#[test]
+fn the_flush_hook_runs_once_before_a_miss_waits() {
+    let (_sim, rt) = sim(SimConfig::default());
+    let pool = Arc::new(pool(&rt, 1, 1, Duration::from_millis(50)));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    pool.set_flush_hook(Some(Arc::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })));
+    let _held = pool.acquire(&c2c(8, 1)).unwrap();
+    assert!(pool.acquire(&c2c(16, 1)).is_err());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn the_flush_hook_can_release_what_the_waiter_needs() {
+    // A host that batches GPU work: its pending lease only goes once the hook submits it.
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = Arc::new(pool(&rt, 1, 1, Duration::from_secs(5)));
+    let parked: Arc<parking_lot::Mutex<Option<hipfft_pool::Lease>>> = Arc::default();
+    *parked.lock() = Some(pool.acquire(&c2c(8, 1)).unwrap());
+    let p = parked.clone();
+    pool.set_flush_hook(Some(Arc::new(move || drop(p.lock().take()))));
+    let lease = pool.acquire(&c2c(16, 1)).expect("the hook freed the slot");
+    assert!(sim.is_live(lease.plan()));
+    assert_eq!(sim.live_handles(), 1);
+}
+
+#[test]
+fn concurrent_misses_on_one_key_create_one_plan() {
+    let (sim, rt) = sim(SimConfig { create_latency: Duration::from_millis(50), ..SimConfig::default() });
+    let pool = Arc::new(pool(&rt, 4, 4, Duration::from_secs(10)));
+    let plans: Vec<_> = (0..6)
+        .map(|_| {
+            let p = pool.clone();
+            std::thread::spawn(move || p.acquire(&c2c(128, 2)).map(|l| l.plan()).unwrap())
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    assert!(plans.iter().all(|p| *p == plans[0]));
+    assert_eq!(sim.created_total(), 1);
+}
+
+#[test]
+fn a_failed_creation_is_reported_to_every_waiter_and_frees_its_slot() {
+    let (sim, rt) = sim(SimConfig {
+        create_latency: Duration::from_millis(30),
+        fail_create_every: Some(1),
+        ..SimConfig::default()
+    });
+    let pool = Arc::new(pool(&rt, 2, 2, Duration::from_secs(10)));
+    let errs: Vec<Error> = (0..3)
+        .map(|_| {
+            let p = pool.clone();
+            std::thread::spawn(move || p.acquire(&c2c(64, 1)).unwrap_err())
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    for e in &errs {
+        assert!(e.to_string().contains("HIPFFT_ALLOC_FAILED (2)"), "{e}");
+    }
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(pool.metrics().live, 0);
+    assert_eq!(pool.ceiling().live(), 0);
+    sim.set_faults(SimConfig::default());
+    assert!(pool.acquire(&c2c(64, 1)).is_ok(), "the pool keeps serving");
+}
+
+#[test]
+fn trim_and_set_capacity_destroy_idle_plans_only() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let held = pool.acquire(&c2c(8, 1)).unwrap();
+    for n in [16, 32, 64] {
+        drop(pool.acquire(&c2c(n, 1)).unwrap());
+    }
+    assert_eq!(sim.live_handles(), 4);
+    pool.set_capacity(2).unwrap();
+    assert_eq!(pool.metrics().cached, 2);
+    assert!(sim.is_live(held.plan()));
+    assert_eq!(pool.trim(), 1, "one idle plan left to trim");
+    assert_eq!(sim.live_handles(), 1);
+    assert!(pool.set_capacity(0).is_err());
+    assert!(pool.set_capacity(5).unwrap_err().to_string().contains("capacity"));
+}
+
+#[test]
+fn the_work_area_budget_bounds_cached_bytes() {
+    let (_sim, rt) = sim(SimConfig::default());
+    let cfg = PoolConfig::builder()
+        .capacity(8)
+        .private_ceiling(8)
+        .work_area_budget(3 * 64 * 8)
+        .build()
+        .unwrap();
+    let pool = PlanPool::new(cfg, rt).unwrap();
+    for n in [64, 65, 66, 67, 68] {
+        drop(pool.acquire(&c2c(n, 1)).unwrap());
+        let m = pool.metrics();
+        assert!(m.work_area_bytes <= 3 * 64 * 8 || m.cached == 1, "{m:?}");
+    }
+}
+
+#[test]
+fn shutdown_waits_for_leases_and_reports_what_it_could_not_destroy() {
+    let (sim, rt) = sim(SimConfig::default());
+    let cfg = PoolConfig::builder()
+        .capacity(2)
+        .private_ceiling(2)
+        .shutdown_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let pool = PlanPool::new(cfg, rt).unwrap();
+    let held = pool.acquire(&c2c(8, 1)).unwrap();
+    drop(pool.acquire(&c2c(16, 1)).unwrap());
+    let report = pool.shutdown();
+    assert!(report.timed_out);
+    assert_eq!(report.still_leased.len(), 1);
+    assert_eq!(sim.live_handles(), 1);
+    assert!(matches!(pool.acquire(&c2c(8, 1)), Err(Error::ShutDown)));
+    let plan = held.plan();
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sim.is_live(plan) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sim.live_handles(), 0, "released after shutdown, still destroyed");
+}
+
+#[test]
+fn exec_rejects_bad_arguments_by_name() {
+    let (_sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 2, 2, Duration::from_secs(5));
+    let lease = pool.acquire(&hipfft_pool::PlanDesc::new(hipfft_pool::TransformType::R2C, &[1024], 2)).unwrap();
+    assert!(lease.work_size() > 0);
+    let buf = hipfft_pool::buffer::DeviceBuffer::new(&rt, 1 << 16).unwrap();
+    let p = buf.ptr();
+    let e = lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Forward, None).unwrap_err();
+    assert!(e.to_string().contains("work_area"), "{e}");
+    let e = lease.exec(RawStream::NULL, hipfft_pool::DevicePtr::NULL, p, hipfft_pool::Direction::Forward, Some(p)).unwrap_err();
+    assert!(e.to_string().contains("`input`"), "{e}");
+    let e = lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Inverse, Some(p)).unwrap_err();
+    assert!(e.to_string().contains("direction"), "{e}");
+}
+
+#[test]
+fn two_pools_sharing_one_ceiling_never_exceed_it() {
+    let (sim, rt) = sim(SimConfig::default());
+    let ceiling = LiveCeiling::new(3);
+    let mk = || {
+        PlanPool::new(
+            PoolConfig::builder().capacity(2).shared_ceiling(ceiling.clone()).acquire_timeout(Duration::from_millis(50)).build().unwrap(),
+            rt.clone(),
+        )
+        .unwrap()
+    };
+    let (p1, p2) = (mk(), mk());
+    let _a = p1.acquire(&c2c(8, 1)).unwrap();
+    let _b = p1.acquire(&c2c(16, 1)).unwrap();
+    let _c = p2.acquire(&c2c(32, 1)).unwrap();
+    assert!(matches!(p2.acquire(&c2c(64, 1)), Err(Error::CeilingTimeout { .. })));
+    assert_eq!(sim.live_handles(), 3);
+}
+
+/// Many threads, a ceiling small enough to force waits, random release styles; a monitor
+/// samples the simulated runtime's live count the whole time.
+#[test]
+fn stress_many_threads_small_ceiling() {
+    let (sim, rt) = sim(SimConfig {
+        create_latency: Duration::from_micros(200),
+        exec_latency: Duration::from_micros(50),
+        ..SimConfig::default()
+    });
+    const CEILING: usize = 4;
+    let pool = Arc::new(pool(&rt, 3, CEILING, Duration::from_secs(20)));
+    let shapes = Arc::new(small_shapes(10));
+    let stop = Arc::new(AtomicBool::new(false));
+    let max_seen = Arc::new(AtomicUsize::new(0));
+    let monitor = {
+        let (sim, stop, max_seen) = (sim.clone(), stop.clone(), max_seen.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                max_seen.fetch_max(sim.live_handles(), Ordering::SeqCst);
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let workers: Vec<_> = (0..6u64)
+        .map(|t| {
+            let (pool, rt, shapes) = (pool.clone(), rt.clone(), shapes.clone());
+            std::thread::spawn(move || {
+                let stream = Stream::new(&rt).unwrap();
+                let mut x = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                let mut worst = 0f64;
+                for i in 0..400u64 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let d = shapes[(x % shapes.len() as u64) as usize];
+                    let lease = pool.acquire(&d).expect("acquire within the timeout");
+                    match x % 4 {
+                        0 => lease.release(),
+                        1 => {
+                            let job = enqueue(&rt, &lease, &stream, i);
+                            lease.release_after(stream.raw()).unwrap();
+                            worst = worst.max(job.check(&stream));
+                        }
+                        2 => {
+                            let job = enqueue(&rt, &lease, &stream, i);
+                            worst = worst.max(job.check(&stream));
+                            drop(lease);
+                        }
+                        _ => {
+                            std::thread::sleep(Duration::from_micros(100));
+                            drop(lease);
+                        }
+                    }
+                }
+                worst
+            })
+        })
+        .collect();
+    for w in workers {
+        assert!(w.join().unwrap() <= 1e-5);
+    }
+    stop.store(true, Ordering::SeqCst);
+    monitor.join().unwrap();
+    assert!(max_seen.load(Ordering::SeqCst) <= CEILING);
+    assert!(sim.peak_live_handles() <= CEILING);
+    let m = pool.metrics();
+    assert!(m.ceiling_waits > 0, "the ceiling was small enough to force waits: {m:?}");
+    pool.shutdown();
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.created_total(), sim.destroyed_total());
+    let m = pool.metrics();
+    assert_eq!(m.creations, sim.created_total());
+    assert_eq!(m.destroys, sim.destroyed_total());
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn metrics_match_the_runtime_after_a_workload() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 3, 5, Duration::from_secs(5));
+    let shapes = small_shapes(7);
+    let mut acquires = 0u64;
+    let mut held = HashMap::new();
+    for i in 0..60 {
+        let d = shapes[(i * 7 + i / 3) % shapes.len()];
+        let l = pool.acquire(&d).unwrap();
+        acquires += 1;
+        if i % 5 == 0 {
+            held.insert(i, l);
+        }
+        if held.len() > 1 {
+            let k = *held.keys().next().unwrap();
+            held.remove(&k);
+        }
+    }
+    drop(held);
+    let m = pool.metrics();
+    assert_eq!(m.hits + m.misses, acquires);
+    assert_eq!(m.creations, sim.created_total());
+    pool.shutdown();
+    let m = pool.metrics();
+    assert_eq!(m.destroys, sim.destroyed_total());
+    assert_eq!(m.live, sim.live_handles());
+    assert_eq!(sim.live_handles(), 0);
+}
