@@ -35,3 +35,4 @@ pub use pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport};
 pub mod buffer;
 pub mod probe;
 pub mod select;
+pub mod export;
