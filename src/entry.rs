@@ -11,6 +11,7 @@ use crate::metrics::Counters;
 use crate::lease_state::LeaseState;
 use crate::runtime::{RawEvent, RawPlan, Runtime, with_device};
 use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::watchdog::{CallKind, Watchdog};
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
@@ -18,6 +19,7 @@ pub(crate) struct Core {
     pub runtime: Arc<dyn Runtime>,
     pub ceiling: Arc<LiveCeiling>,
     pub counters: Counters,
+    pub watchdog: Arc<Watchdog>,
     /// Last releases of retired plans go here; the destroyer thread takes them.
     pub retire_tx: Sender<Arc<PlanEntry>>,
     /// Evicted plans still leased, by handle, so snapshots and shutdown can see them.
@@ -33,7 +35,13 @@ impl Core {
     /// slot back. Never called under a pool lock, never from `release()`.
     pub(crate) fn destroy(&self, entry: &PlanEntry) {
         let rt = &*self.runtime;
-        let result = with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan));
+        let started = std::time::Instant::now();
+        let result = {
+            let _span = tracing::debug_span!("destroy", desc = %entry.desc).entered();
+            let _call = self.watchdog.enter(CallKind::Destroy, &entry.desc);
+            with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan))
+        };
+        self.counters.destroy_latency.record(started.elapsed());
         match result {
             Ok(()) => Counters::bump(&self.counters.destroys),
             Err(e) => {

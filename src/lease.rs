@@ -87,6 +87,7 @@ impl Lease {
         };
         let rt = &*e.core.runtime;
         let _serial = e.exec_lock.lock();
+        let _call = e.core.watchdog.enter(crate::watchdog::CallKind::Exec, &e.desc);
         let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, t, stream, area, input, output, direction));
         if r.is_err() {
             Counters::bump(&e.core.counters.exec_failures);

@@ -26,6 +26,10 @@ mod lease_state;
 pub mod metrics;
 mod pool;
 mod sync;
+mod histogram;
+pub mod watchdog;
+pub use histogram::{BUCKETS_S, HistogramSnapshot};
+pub use watchdog::{CallKind, StalledCall};
 
 pub use ceiling::LiveCeiling;
 pub use config::{CeilingScope, PoolConfig, PoolConfigBuilder, RuntimeChoice};

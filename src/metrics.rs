@@ -3,6 +3,7 @@
 //! Counters live on slow paths only (misses, creations, destroys, waits). The hit path
 //! bumps nothing shared: hits are counted per plan and summed when a snapshot is taken.
 
+use crate::histogram::{Histogram, HistogramSnapshot};
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 #[derive(Debug, Default)]
@@ -24,6 +25,13 @@ pub(crate) struct Counters {
     pub live: AtomicUsize,
     pub peak_live: AtomicUsize,
     pub creating: AtomicUsize,
+    /// Misses on a plan evicted moments earlier (the signature of a thrashing cache).
+    pub thrash_misses: AtomicU64,
+    pub thrash_warnings: AtomicU64,
+    pub thrashing: AtomicUsize,
+    pub create_latency: Histogram,
+    pub destroy_latency: Histogram,
+    pub ceiling_wait_latency: Histogram,
 }
 
 impl Counters {
@@ -43,7 +51,7 @@ impl Counters {
 
 /// Every count the pool keeps, at one moment. Exact when the pool is quiescent; under
 /// concurrent use each field is exact but fields may be from slightly different instants.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct MetricsSnapshot {
     /// This pool's live handles (cached + retired awaiting their last lease + being created).
     pub live: usize,
@@ -72,4 +80,13 @@ pub struct MetricsSnapshot {
     pub exec_failures: u64,
     pub event_failures: u64,
     pub flush_hook_calls: u64,
+    /// Runtime calls past the watchdog threshold right now.
+    pub stalled: usize,
+    pub thrash_misses: u64,
+    pub thrash_warnings: u64,
+    /// 1 while the recent misses look like thrashing.
+    pub thrashing: usize,
+    pub create_latency: HistogramSnapshot,
+    pub destroy_latency: HistogramSnapshot,
+    pub ceiling_wait_latency: HistogramSnapshot,
 }

@@ -29,6 +29,7 @@ use crate::lease_state::{Evicted, LeaseState};
 use crate::metrics::{Counters, MetricsSnapshot};
 use crate::runtime::{PlanOptions, Runtime, with_device};
 use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, lock};
+use crate::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
 /// waits: a host that batches GPU work (into graphs, say) must submit it now, or the
@@ -59,6 +60,54 @@ struct Inner {
     /// Single-flight creations in progress.
     creating: HashMap<PlanDesc, Arc<Flight>>,
     shut_down: bool,
+    thrash: ThrashDetector,
+}
+
+/// Tells a thrashing cache from a cold one: a thrashing cache keeps re-creating plans it
+/// evicted moments ago. Recently evicted keys are remembered (a ghost list as long as the
+/// capacity); when at least half of the last `2 * capacity` misses hit a ghost, the pool
+/// warns, at most once a minute, and never fails for it.
+struct ThrashDetector {
+    ghosts: LruCache<PlanDesc, (), FxBuildHasher>,
+    window: std::collections::VecDeque<bool>,
+    last_warning: Option<Instant>,
+}
+
+impl ThrashDetector {
+    fn new() -> Self {
+        ThrashDetector { ghosts: LruCache::unbounded_with_hasher(FxBuildHasher), window: Default::default(), last_warning: None }
+    }
+
+    fn evicted(&mut self, key: PlanDesc, capacity: usize) {
+        self.ghosts.put(key, ());
+        while self.ghosts.len() > capacity.max(8) {
+            self.ghosts.pop_lru();
+        }
+    }
+
+    /// Records a miss; returns the warning to log, if one is due.
+    fn missed(&mut self, key: &PlanDesc, capacity: usize, ceiling: usize, c: &Counters) -> Option<String> {
+        let ghost = self.ghosts.pop(key).is_some();
+        if ghost {
+            Counters::bump(&c.thrash_misses);
+        }
+        let window = (2 * capacity).max(16);
+        self.window.push_back(ghost);
+        while self.window.len() > window {
+            self.window.pop_front();
+        }
+        let recent = self.window.iter().filter(|g| **g).count();
+        let thrashing = self.window.len() == window && 2 * recent >= window;
+        c.thrashing.store(thrashing as usize, Ordering::Relaxed);
+        if !thrashing || self.last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
+            return None;
+        }
+        self.last_warning = Some(Instant::now());
+        Counters::bump(&c.thrash_warnings);
+        Some(format!(
+            "plan cache thrashing: {recent} of the last {window} misses re-created plans evicted moments earlier;              the working set is larger than the capacity {capacity}: raise HIPFFT_POOL_CAPACITY (and              HIPFFT_POOL_LIVE_CEILING, now {ceiling})"
+        ))
+    }
 }
 
 /// One creation that concurrent misses on the same key wait for.
@@ -150,10 +199,13 @@ impl PlanPool {
         }
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
         let (completion_tx, completion_rx) = unbounded();
+        let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
+        Watchdog::spawn(Arc::downgrade(&watchdog), ceiling.clone(), config.watchdog_threshold);
         let core = Arc::new(Core {
             runtime,
             ceiling,
             counters: Counters::default(),
+            watchdog,
             retire_tx,
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
@@ -188,6 +240,7 @@ impl PlanPool {
                 work_area_bytes: 0,
                 creating: HashMap::new(),
                 shut_down: false,
+                thrash: ThrashDetector::new(),
             }),
             retire_rx,
             flush_hook: parking_lot::RwLock::new(None),
@@ -270,6 +323,10 @@ impl PlanPool {
                     self.core.counters.creating.fetch_add(1, Ordering::SeqCst);
                     let f = Arc::new(Flight::new());
                     inner.creating.insert(*desc, f.clone());
+                    let (cap, lim) = (inner.capacity, self.core.ceiling.limit());
+                    if let Some(w) = inner.thrash.missed(desc, cap, lim, &self.core.counters) {
+                        tracing::warn!("{w}");
+                    }
                     Step::Create(f)
                 } else if let Ok(e) = self.retire_rx.try_recv() {
                     // A retired plan whose last lease went: destroy it here, not later.
@@ -317,7 +374,10 @@ impl PlanPool {
                         Counters::bump(&self.core.counters.ceiling_waits);
                     }
                     let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
-                    if !self.core.ceiling.wait_for_change(epoch, deadline) {
+                    let wait_started = Instant::now();
+                    let changed = self.core.ceiling.wait_for_change(epoch, deadline);
+                    self.core.counters.ceiling_wait_latency.record(wait_started.elapsed());
+                    if !changed {
                         Counters::bump(&self.core.counters.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started));
                     }
@@ -344,10 +404,13 @@ impl PlanPool {
     fn create(&self, desc: &PlanDesc, flight: Arc<Flight>) -> Result<Lease> {
         let rt = &*self.core.runtime;
         let options = self.plan_options;
+        let started = Instant::now();
         let made = {
             let _span = tracing::debug_span!("create", desc = %desc).entered();
+            let _call = self.core.watchdog.enter(CallKind::Create, desc);
             with_device(rt, desc.device, || rt.plan_create(desc, options))
         };
+        self.core.counters.create_latency.record(started.elapsed());
         self.core.counters.creating.fetch_sub(1, Ordering::SeqCst);
         let created = match made {
             Ok(c) => c,
@@ -420,6 +483,8 @@ impl PlanPool {
         let e = inner.lru.pop(key)?;
         self.map.remove(key);
         inner.work_area_bytes -= e.work_size;
+        let cap = inner.capacity;
+        inner.thrash.evicted(*key, cap);
         Counters::bump(&self.core.counters.evictions);
         self.retire(&e)
     }
@@ -555,7 +620,19 @@ impl PlanPool {
             exec_failures: ld(&c.exec_failures),
             event_failures: ld(&c.event_failures),
             flush_hook_calls: ld(&c.flush_hook_calls),
+            stalled: self.core.watchdog.scan(&self.core.ceiling),
+            thrash_misses: ld(&c.thrash_misses),
+            thrash_warnings: ld(&c.thrash_warnings),
+            thrashing: c.thrashing.load(Ordering::Relaxed),
+            create_latency: c.create_latency.snapshot(),
+            destroy_latency: c.destroy_latency.snapshot(),
+            ceiling_wait_latency: c.ceiling_wait_latency.snapshot(),
         }
+    }
+
+    /// Runtime calls running past the watchdog threshold right now.
+    pub fn stalled_calls(&self) -> Vec<StalledCall> {
+        self.core.watchdog.stalled(&self.core.ceiling)
     }
 
     /// The cached plans, most recently used first.
