@@ -442,6 +442,8 @@ impl PlanPool {
             let mut inner = lock(&self.inner);
             inner.creating.remove(desc);
             if !inner.shut_down {
+                // Replay earlier hits first, so the new plan lands above them.
+                Self::sync_recency(&mut inner);
                 inner.lru.put(*desc, entry.clone());
                 self.map.insert(*desc, entry.clone());
                 inner.work_area_bytes += entry.work_size;
