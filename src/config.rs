@@ -67,6 +67,8 @@ pub enum CeilingScope {
     ProcessWide,
     /// An explicit ceiling, shared with whoever else holds it.
     Shared(Arc<LiveCeiling>),
+    /// A process-wide ceiling per device, each of `live_ceiling` handles.
+    PerDevice,
 }
 
 #[derive(Clone, Debug)]
@@ -220,6 +222,14 @@ impl PoolConfigBuilder {
     pub fn private_ceiling(self, handles: usize) -> Self {
         self.shared_ceiling(LiveCeiling::new(handles))
     }
+    /// Split the ceiling per device: each device's plans count against a process-wide
+    /// ceiling of `handles` of its own.
+    pub fn per_device_ceiling(mut self, handles: usize) -> Self {
+        self.live_ceiling = Some(handles);
+        self.ceiling_scope = CeilingScope::PerDevice;
+        self
+    }
+
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
         self
@@ -255,7 +265,7 @@ impl PoolConfigBuilder {
         if live_ceiling == 0 {
             return Err(Error::InvalidConfig { field: "live_ceiling", value: "0".into(), reason: "must be at least 1" });
         }
-        if capacity > live_ceiling {
+        if capacity > live_ceiling && !matches!(self.ceiling_scope, CeilingScope::PerDevice) {
             return Err(Error::InvalidConfig {
                 field: "capacity",
                 value: format!("{capacity} (live_ceiling {live_ceiling})"),

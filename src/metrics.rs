@@ -21,8 +21,9 @@ pub(crate) struct Counters {
     pub flush_hook_calls: AtomicU64,
     /// Hits of plans already destroyed (live plans keep their own count).
     pub hits_of_destroyed: AtomicU64,
-    /// This pool's live handles: cached + retired + being created.
+    /// This pool's live handles on the device: cached + retired + being created.
     pub live: AtomicUsize,
+    /// The most at once (summed over devices, the pool-wide figure is an upper bound).
     pub peak_live: AtomicUsize,
     pub creating: AtomicUsize,
     /// Misses on a plan evicted moments earlier (the signature of a thrashing cache).
@@ -46,6 +47,32 @@ impl Counters {
 
     pub(crate) fn live_down(&self) {
         self.live.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Adds this device's counts to a snapshot.
+    pub(crate) fn add_to(&self, m: &mut MetricsSnapshot) {
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        m.live += self.live.load(Ordering::SeqCst);
+        m.peak_live += self.peak_live.load(Ordering::Relaxed);
+        m.creating += self.creating.load(Ordering::SeqCst);
+        m.hits += ld(&self.hits_of_destroyed);
+        m.misses += ld(&self.misses);
+        m.evictions += ld(&self.evictions);
+        m.creations += ld(&self.creations);
+        m.destroys += ld(&self.destroys);
+        m.ceiling_waits += ld(&self.ceiling_waits);
+        m.ceiling_timeouts += ld(&self.ceiling_timeouts);
+        m.create_failures += ld(&self.create_failures);
+        m.destroy_failures += ld(&self.destroy_failures);
+        m.exec_failures += ld(&self.exec_failures);
+        m.event_failures += ld(&self.event_failures);
+        m.flush_hook_calls += ld(&self.flush_hook_calls);
+        m.thrash_misses += ld(&self.thrash_misses);
+        m.thrash_warnings += ld(&self.thrash_warnings);
+        m.thrashing = m.thrashing.max(self.thrashing.load(Ordering::Relaxed));
+        m.create_latency.merge(&self.create_latency.snapshot());
+        m.destroy_latency.merge(&self.destroy_latency.snapshot());
+        m.ceiling_wait_latency.merge(&self.ceiling_wait_latency.snapshot());
     }
 }
 

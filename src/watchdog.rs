@@ -44,6 +44,7 @@ pub struct StalledCall {
 
 struct Call {
     kind: CallKind,
+    ceiling: Arc<LiveCeiling>,
     desc: PlanDesc,
     thread: String,
     started: Instant,
@@ -76,29 +77,39 @@ impl Watchdog {
         Watchdog { threshold, next: AtomicU64::new(0), calls: parking_lot::Mutex::new(HashMap::new()) }
     }
 
-    pub(crate) fn enter(&self, kind: CallKind, desc: &PlanDesc) -> CallGuard<'_> {
+    pub(crate) fn enter(&self, kind: CallKind, desc: &PlanDesc, ceiling: &Arc<LiveCeiling>) -> CallGuard<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let t = std::thread::current();
         let thread = match t.name() {
             Some(n) => n.to_string(),
             None => format!("{:?}", t.id()),
         };
-        self.calls.lock().insert(id, Call { kind, desc: *desc, thread, started: Instant::now(), reported: false });
+        self.calls.lock().insert(id, Call { kind, ceiling: ceiling.clone(), desc: *desc, thread, started: Instant::now(), reported: false });
         CallGuard { dog: self, id }
     }
 
     /// Calls past the threshold right now.
-    pub(crate) fn stalled(&self, ceiling: &LiveCeiling) -> Vec<StalledCall> {
+    pub(crate) fn stalled(&self) -> Vec<StalledCall> {
         self.calls
             .lock()
             .values()
             .filter(|c| c.started.elapsed() >= self.threshold)
-            .map(|c| describe(c, ceiling))
+            .map(describe)
             .collect()
     }
 
+    /// Calls past the threshold now, of one device or all.
+    pub(crate) fn scan_device(&self, device: Option<i32>) -> usize {
+        self.scan();
+        self.calls
+            .lock()
+            .values()
+            .filter(|c| device.is_none_or(|d| d == c.desc.device) && c.started.elapsed() >= self.threshold)
+            .count()
+    }
+
     /// Reports each call past the threshold once. Returns how many are stalled.
-    pub(crate) fn scan(&self, ceiling: &LiveCeiling) -> usize {
+    pub(crate) fn scan(&self) -> usize {
         let mut calls = self.calls.lock();
         let mut stalled = 0;
         for c in calls.values_mut() {
@@ -108,7 +119,7 @@ impl Watchdog {
             stalled += 1;
             if !c.reported {
                 c.reported = true;
-                let s = describe(c, ceiling);
+                let s = describe(c);
                 tracing::error!(call = c.kind.api_name(), desc = %c.desc, thread = %c.thread, "{}", s.message);
             }
         }
@@ -116,14 +127,14 @@ impl Watchdog {
     }
 
     /// Starts the thread that scans `dog` until it is dropped.
-    pub(crate) fn spawn(dog: Weak<Watchdog>, ceiling: Arc<LiveCeiling>, threshold: Duration) {
+    pub(crate) fn spawn(dog: Weak<Watchdog>, threshold: Duration) {
         let period = (threshold / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
         let _ = std::thread::Builder::new().name("hipfft-pool-watchdog".into()).spawn(move || {
             loop {
                 std::thread::sleep(period);
                 match dog.upgrade() {
                     Some(d) => {
-                        d.scan(&ceiling);
+                        d.scan();
                     }
                     None => return,
                 }
@@ -132,7 +143,8 @@ impl Watchdog {
     }
 }
 
-fn describe(c: &Call, ceiling: &LiveCeiling) -> StalledCall {
+fn describe(c: &Call) -> StalledCall {
+    let ceiling = &c.ceiling;
     let elapsed = c.started.elapsed();
     let hint = match c.kind {
         CallKind::Destroy => {
