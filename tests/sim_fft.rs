@@ -261,13 +261,9 @@ fn exec_sync(rt: &SimRuntime, desc: &PlanDesc, input: DevicePtr, direction: Dire
 #[test]
 fn round_trips_give_the_input_times_n() {
     let rt = sim();
-    for (fwd, inv, dims) in [
-        (C2C, C2C, &[64i64][..]),
-        (Z2Z, Z2Z, &[6, 7]),
-        (R2C, C2R, &[30]),
-        (D2Z, Z2D, &[4, 6, 5]),
-        (R2C, C2R, &[8, 9]),
-    ] {
+    for (fwd, inv, dims) in
+        [(C2C, C2C, &[64i64][..]), (Z2Z, Z2Z, &[6, 7]), (R2C, C2R, &[30]), (D2Z, Z2D, &[4, 6, 5]), (R2C, C2R, &[8, 9])]
+    {
         let fd = PlanDesc::new(fwd, dims, 3);
         let id = PlanDesc::new(inv, dims, 3);
         let x = random_input(&fd, 11);
@@ -475,26 +471,62 @@ fn bad_exec_arguments_are_refused_with_hipffts_codes() {
         assert!(v[misuses - 1].contains(words), "{:?} lacks {words:?}", v[misuses - 1]);
     };
     expect(exec(&rt, &s, C2C, RawStream::NULL), code::INVALID_VALUE, "R2C plan");
-    expect(rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), DevicePtr::NULL, s.output, Direction::Forward), code::INVALID_VALUE, "null");
-    expect(rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(DevicePtr::NULL), s.input, s.output, Direction::Forward), code::INVALID_VALUE, "null work area");
-    expect(rt.plan_exec(s.plan, R2C, RawStream(0xdead0), Some(s.work), s.input, s.output, Direction::Forward), code::INVALID_VALUE, "unknown stream");
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), DevicePtr::NULL, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "null",
+    );
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(DevicePtr::NULL), s.input, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "null work area",
+    );
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream(0xdead0), Some(s.work), s.input, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "unknown stream",
+    );
     let small = rt.malloc(16).unwrap();
-    expect(rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(small), s.input, s.output, Direction::Forward), code::INVALID_VALUE, "run past the end");
-    expect(rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), s.input, small, Direction::Forward), code::INVALID_VALUE, "output");
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(small), s.input, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "run past the end",
+    );
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), s.input, small, Direction::Forward),
+        code::INVALID_VALUE,
+        "output",
+    );
     rt.free(small).unwrap();
-    expect(rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), small, s.output, Direction::Forward), code::INVALID_VALUE, "already freed");
+    expect(
+        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), small, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "already freed",
+    );
     // No work area ever set on a plan that needs one.
     let p2 = rt.plan_create(&desc, PlanOptions::default()).unwrap();
-    expect(rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward), code::INVALID_VALUE, "no work area set");
+    expect(
+        rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        code::INVALID_VALUE,
+        "no work area set",
+    );
     // Once set, the work area persists (hipfftSetWorkArea).
     rt.plan_exec(p2.plan, R2C, RawStream::NULL, Some(s.work), s.input, s.output, Direction::Forward).unwrap();
     rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward).unwrap();
     rt.stream_synchronize(RawStream::NULL).unwrap();
     rt.plan_destroy(p2.plan).unwrap();
-    expect(rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward), code::INVALID_PLAN, "destroyed plan");
+    expect(
+        rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        code::INVALID_PLAN,
+        "destroyed plan",
+    );
     expect(rt.plan_destroy(p2.plan), code::INVALID_PLAN, "double destroy");
     expect(rt.plan_destroy(hipfft_pool::RawPlan(0x77)), code::INVALID_PLAN, "unknown plan");
-    expect(rt.plan_exec(hipfft_pool::RawPlan(0x77), R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward), code::INVALID_PLAN, "unknown plan");
+    expect(
+        rt.plan_exec(hipfft_pool::RawPlan(0x77), R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        code::INVALID_PLAN,
+        "unknown plan",
+    );
     teardown(&rt, s);
     assert_eq!(hip_code(rt.free(DevicePtr(0x1234))), hip_error::INVALID_VALUE);
     assert_eq!(hip_code(rt.memcpy_htod(DevicePtr::NULL, &[1])), hip_error::INVALID_VALUE);
@@ -619,7 +651,7 @@ fn handle_counts_are_ground_truth() {
     assert_eq!((rt.live_handles(), rt.destroyed_total()), (0, 6));
     let a = rt.malloc(1000).unwrap();
     let z = rt.malloc(0).unwrap();
-    assert!(!z.is_null() && a.0 % 64 == 0);
+    assert!(!z.is_null() && a.0.is_multiple_of(64));
     assert_eq!(rt.allocated_bytes(), 1000);
     rt.free(a).unwrap();
     rt.free(z).unwrap();
