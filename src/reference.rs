@@ -146,9 +146,7 @@ fn radix2(data: &mut [Complex64], twiddles: &[Complex64]) {
 pub fn naive_dft(input: &[Complex64], direction: Direction) -> Vec<Complex64> {
     let n = input.len();
     let s = sign(direction);
-    (0..n)
-        .map(|k| input.iter().enumerate().map(|(j, x)| x * cis(s * 2.0 * PI * ((j * k) % n) as f64 / n as f64)).sum())
-        .collect()
+    (0..n).map(|k| input.iter().enumerate().map(|(j, x)| x * cis(s * 2.0 * PI * ((j * k) % n) as f64 / n as f64)).sum()).collect()
 }
 
 /// The fast 1-D transform of any length.
@@ -227,8 +225,8 @@ impl View {
     fn offset(&self, b: usize, flat: usize) -> usize {
         let x = unflatten(flat, &self.dims);
         let mut off = x[0];
-        for k in 1..x.len() {
-            off = off * self.embed[k] + x[k];
+        for (xk, ek) in x.iter().zip(&self.embed).skip(1) {
+            off = off * ek + xk;
         }
         off * self.stride + b * self.dist
     }
@@ -391,14 +389,20 @@ pub fn expected_output(desc: &PlanDesc, direction: Direction, input: &[u8]) -> V
 /// order of [`expected_output`].
 pub fn gather_output(desc: &PlanDesc, output: &[u8]) -> Vec<Complex64> {
     let Some((_, view)) = views(desc) else { return Vec::new() };
-    (0..desc.batch as usize).flat_map(|b| (0..view.per_batch()).map(move |flat| (b, flat))).map(|(b, f)| view.read(output, b, f)).collect()
+    (0..desc.batch as usize)
+        .flat_map(|b| (0..view.per_batch()).map(move |flat| (b, flat)))
+        .map(|(b, f)| view.read(output, b, f))
+        .collect()
 }
 
 /// The logical input elements of `input`, read through `desc`'s input layout, in packed
 /// order (for round trips and clobber checks).
 pub fn gather_input(desc: &PlanDesc, input: &[u8]) -> Vec<Complex64> {
     let Some((view, _)) = views(desc) else { return Vec::new() };
-    (0..desc.batch as usize).flat_map(|b| (0..view.per_batch()).map(move |flat| (b, flat))).map(|(b, f)| view.read(input, b, f)).collect()
+    (0..desc.batch as usize)
+        .flat_map(|b| (0..view.per_batch()).map(move |flat| (b, flat)))
+        .map(|(b, f)| view.read(input, b, f))
+        .collect()
 }
 
 /// ‖got − want‖₂ / ‖want‖₂ (the absolute norm when `want` is zero). Infinity for a length

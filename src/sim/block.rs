@@ -53,3 +53,33 @@ impl Blocker {
         self.blocked.load(Ordering::SeqCst)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn unblock_ends_every_read_and_later_blocks_block_again() {
+        let b = Arc::new(Blocker::default());
+        for _ in 0..2 {
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let b = b.clone();
+                    std::thread::spawn(move || b.block())
+                })
+                .collect();
+            let start = Instant::now();
+            while b.blocked() < 2 {
+                assert!(start.elapsed() < Duration::from_secs(5));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            b.unblock_all();
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert_eq!(b.blocked(), 0);
+        }
+    }
+}

@@ -109,7 +109,8 @@ pub fn env_var_names() -> impl Iterator<Item = &'static str> {
 /// Parses the value of one of the sim's variables: plain ASCII digits only (no sign, no
 /// spaces), within the variable's range. The error is the one-line warning to print.
 pub fn parse_env_value(name: &str, raw: &str) -> Result<u64, String> {
-    let var = ENV_VARS.iter().find(|v| v.name == name).ok_or_else(|| format!("{name} is not a variable of the simulated runtime"))?;
+    let var =
+        ENV_VARS.iter().find(|v| v.name == name).ok_or_else(|| format!("{name} is not a variable of the simulated runtime"))?;
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("{name}={raw:?} ignored: not a whole number (expected digits in {}..={})", var.min, var.max));
     }

@@ -64,10 +64,18 @@ impl SimRuntime {
         let plan = match self.plans.lookup(a.plan) {
             Lookup::Live(p) => p,
             Lookup::Destroyed => {
-                return Err(self.misuse("hipfftSetStream", code::INVALID_PLAN, format!("exec on a destroyed plan {:#x}", a.plan.0)));
+                return Err(self.misuse(
+                    "hipfftSetStream",
+                    code::INVALID_PLAN,
+                    format!("exec on a destroyed plan {:#x}", a.plan.0),
+                ));
             }
             Lookup::Unknown => {
-                return Err(self.misuse("hipfftSetStream", code::INVALID_PLAN, format!("exec on an unknown plan {:#x}", a.plan.0)));
+                return Err(self.misuse(
+                    "hipfftSetStream",
+                    code::INVALID_PLAN,
+                    format!("exec on an unknown plan {:#x}", a.plan.0),
+                ));
             }
         };
         if plan.inside.fetch_add(1, Ordering::SeqCst) > 0 {
@@ -89,7 +97,8 @@ impl SimRuntime {
             Err(_) => return Err(fft_err("hipfftSetStream", code::INTERNAL_ERROR)),
         };
         if stream.device != plan.device {
-            let s = format!("exec of plan {p:#x} (device {}) on stream {:#x} of device {}", plan.device, a.stream.0, stream.device);
+            let s =
+                format!("exec of plan {p:#x} (device {}) on stream {:#x} of device {}", plan.device, a.stream.0, stream.device);
             return Err(self.misuse(exec_call(a.transform), code::INVALID_DEVICE, s));
         }
         if let Some(area) = a.work_area {
@@ -120,10 +129,8 @@ impl SimRuntime {
             return Err(self.misuse(call, code::INVALID_VALUE, format!("{call} on plan {p:#x} with a null input or output")));
         }
         if plan.work_size > 0 && plan.scratch.is_none() && plan.work_area.lock().is_none() {
-            let s = format!(
-                "exec of plan {p:#x} with work size {} bytes, auto-allocation off and no work area set",
-                plan.work_size
-            );
+            let s =
+                format!("exec of plan {p:#x} with work size {} bytes, auto-allocation off and no work area set", plan.work_size);
             return Err(self.misuse(call, code::INVALID_VALUE, s));
         }
         let ext = &plan.extents;
@@ -135,12 +142,14 @@ impl SimRuntime {
         Ok(())
     }
 
-    fn enqueue_transform(&self, plan: Arc<PlanRecord>, stream: &super::stream::Stream, a: &ExecArgs, call: &'static str) -> Result<()> {
-        let stage = if plan.work_size == 0 {
-            None
-        } else {
-            (*plan.work_area.lock()).or(plan.scratch.as_ref().map(|s| s.addr()))
-        };
+    fn enqueue_transform(
+        &self,
+        plan: Arc<PlanRecord>,
+        stream: &super::stream::Stream,
+        a: &ExecArgs,
+        call: &'static str,
+    ) -> Result<()> {
+        let stage = if plan.work_size == 0 { None } else { (*plan.work_area.lock()).or(plan.scratch.as_ref().map(|s| s.addr())) };
         let bufs = Buffers { input: a.input.0, output: a.output.0, stage };
         let latency = self.config.read().exec_latency;
         let direction = a.direction;

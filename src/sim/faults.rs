@@ -12,7 +12,7 @@ impl EveryKth {
     pub(crate) fn hit(&self, every: Option<u64>) -> bool {
         let Some(k) = every.filter(|k| *k > 0) else { return false };
         let n = self.0.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        n % k == 0
+        n.is_multiple_of(k)
     }
 
     fn reset(&self) {

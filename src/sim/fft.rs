@@ -245,3 +245,27 @@ fn transform_axes<T: Precision>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_offsets_follow_the_advanced_layout() {
+        // Rank 2, embed [4, 5], stride 3, dist 70: (b, x0, x1) at b*70 + (x0*5 + x1)*3.
+        let side = Side::new(&[2, 3], Some(&Layout::new(&[4, 5], 3, 70)));
+        let mut seen = Vec::new();
+        side.for_each(2, [1, 2, 3], |k, off| seen.push((k, off)));
+        let want: Vec<(usize, usize)> = (0..2)
+            .flat_map(|b| (0..2).flat_map(move |x0| (0..3).map(move |x1| (b, x0, x1))))
+            .enumerate()
+            .map(|(k, (b, x0, x1))| (k, b * 70 + (x0 * 5 + x1) * 3))
+            .collect();
+        assert_eq!(seen, want);
+        // Packed: offsets are the packed indices.
+        let packed = Side::new(&[4], None);
+        let mut offs = Vec::new();
+        packed.for_each(3, [1, 1, 4], |k, off| offs.push((k, off)));
+        assert!(offs.iter().all(|(k, off)| k == off) && offs.len() == 12);
+    }
+}

@@ -20,7 +20,9 @@ impl SimRuntime {
     fn stream(&self, call: &'static str, raw: RawStream) -> Result<Arc<Stream>> {
         match self.streams.resolve(raw, self.current()) {
             Ok(Some(s)) => Ok(s),
-            Ok(None) => Err(self.hip_misuse(call, hip::INVALID_RESOURCE_HANDLE, format!("{call} on unknown stream {:#x}", raw.0))),
+            Ok(None) => {
+                Err(self.hip_misuse(call, hip::INVALID_RESOURCE_HANDLE, format!("{call} on unknown stream {:#x}", raw.0)))
+            }
             Err(_) => Err(hip_err(call, hip::OUT_OF_MEMORY)),
         }
     }
@@ -48,10 +50,14 @@ impl SimRuntime {
         self.drain(None);
         match self.memory.free(ptr.0) {
             Ok(()) => Ok(()),
-            Err(FreeError::AlreadyFreed) => Err(self.hip_misuse("hipFree", hip::INVALID_VALUE, format!("double free of {:#x}", ptr.0))),
-            Err(FreeError::Unknown) => {
-                Err(self.hip_misuse("hipFree", hip::INVALID_VALUE, format!("free of {:#x}, which hipMalloc did not return", ptr.0)))
+            Err(FreeError::AlreadyFreed) => {
+                Err(self.hip_misuse("hipFree", hip::INVALID_VALUE, format!("double free of {:#x}", ptr.0)))
             }
+            Err(FreeError::Unknown) => Err(self.hip_misuse(
+                "hipFree",
+                hip::INVALID_VALUE,
+                format!("free of {:#x}, which hipMalloc did not return", ptr.0),
+            )),
         }
     }
 
@@ -60,7 +66,10 @@ impl SimRuntime {
         if ptr.is_null() {
             return Err(self.hip_misuse(call, hip::INVALID_VALUE, format!("{call} with a null {what}")));
         }
-        self.memory.check(ptr.0, bytes, &format!("{what} of {call}")).map(drop).map_err(|s| self.hip_misuse(call, hip::INVALID_VALUE, s))
+        self.memory
+            .check(ptr.0, bytes, &format!("{what} of {call}"))
+            .map(drop)
+            .map_err(|s| self.hip_misuse(call, hip::INVALID_VALUE, s))
     }
 
     pub(super) fn hip_memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
@@ -115,7 +124,11 @@ impl SimRuntime {
             return Err(self.hip_misuse(CALL, hip::INVALID_RESOURCE_HANDLE, "destroy of the null stream".into()));
         }
         if !self.streams.destroy(stream) {
-            return Err(self.hip_misuse(CALL, hip::INVALID_RESOURCE_HANDLE, format!("destroy of unknown stream {:#x}", stream.0)));
+            return Err(self.hip_misuse(
+                CALL,
+                hip::INVALID_RESOURCE_HANDLE,
+                format!("destroy of unknown stream {:#x}", stream.0),
+            ));
         }
         Ok(())
     }
@@ -135,7 +148,11 @@ impl SimRuntime {
         }
         let mark = s.marker().ok_or_else(|| hip_err(CALL, hip::INVALID_RESOURCE_HANDLE))?;
         if !self.events.record(event, mark) {
-            return Err(self.hip_misuse(CALL, hip::INVALID_RESOURCE_HANDLE, format!("event {:#x} destroyed while recorded", event.0)));
+            return Err(self.hip_misuse(
+                CALL,
+                hip::INVALID_RESOURCE_HANDLE,
+                format!("event {:#x} destroyed while recorded", event.0),
+            ));
         }
         Ok(())
     }
@@ -143,7 +160,11 @@ impl SimRuntime {
     pub(super) fn hip_event_query(&self, event: RawEvent) -> Result<bool> {
         match self.events.mark(event) {
             Some(mark) => Ok(mark.is_none_or(|m| m.passed())),
-            None => Err(self.hip_misuse("hipEventQuery", hip::INVALID_RESOURCE_HANDLE, format!("query of unknown event {:#x}", event.0))),
+            None => Err(self.hip_misuse(
+                "hipEventQuery",
+                hip::INVALID_RESOURCE_HANDLE,
+                format!("query of unknown event {:#x}", event.0),
+            )),
         }
     }
 

@@ -110,6 +110,7 @@ impl SimRuntime {
     pub fn destroyed_total(&self) -> u64 {
         self.plans.destroyed()
     }
+    /// Whether `plan` is alive (a destroy still in progress counts, as in `live_handles`).
     pub fn is_live(&self, plan: RawPlan) -> bool {
         self.plans.is_live(plan)
     }

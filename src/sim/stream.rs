@@ -69,7 +69,8 @@ impl Stream {
     /// Starts the worker thread. Fails only if the OS refuses a thread.
     fn spawn(raw: RawStream, device: i32, log: Arc<Violations>) -> std::io::Result<Arc<Stream>> {
         let (tx, rx) = unbounded::<Job>();
-        let shared = Arc::new(Shared { progress: Mutex::new(Progress { tx: Some(tx), submitted: 0, done: 0 }), moved: Condvar::new() });
+        let shared =
+            Arc::new(Shared { progress: Mutex::new(Progress { tx: Some(tx), submitted: 0, done: 0 }), moved: Condvar::new() });
         let worker_shared = shared.clone();
         let handle = std::thread::Builder::new().name(format!("sim-stream-{:#x}-dev{device}", raw.0)).spawn(move || {
             // Ends when the stream is destroyed and its queue drained (HIP finishes queued work).
@@ -185,5 +186,44 @@ impl Streams {
         for s in created.into_iter().chain(null) {
             s.shutdown();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn work_runs_in_order_and_marks_follow_it() {
+        let streams = Streams::new(1, Arc::default());
+        let raw = streams.create(0).unwrap();
+        let s = streams.resolve(raw, 0).unwrap().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut marks = Vec::new();
+        for i in 0..5 {
+            let seen = seen.clone();
+            s.enqueue(Box::new(move || {
+                std::thread::sleep(Duration::from_millis(2));
+                seen.lock().push(i);
+            }))
+            .unwrap();
+            marks.push(s.marker().unwrap());
+        }
+        marks[2].wait();
+        assert!(marks[..3].iter().all(Mark::passed));
+        assert!(seen.lock().len() >= 3);
+        assert!(streams.destroy(raw), "destroy drains the queue");
+        assert_eq!(*seen.lock(), vec![0, 1, 2, 3, 4]);
+        assert!(marks.iter().all(Mark::passed));
+        assert!(s.enqueue(Box::new(|| {})).is_none(), "a destroyed stream takes no work");
+        assert!(!streams.destroy(raw));
+        // Null streams are per device, made on first use, the same one each time.
+        let n0 = streams.resolve(RawStream::NULL, 0).unwrap().unwrap();
+        let again = streams.resolve(RawStream::NULL, 0).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&n0, &again));
+        assert!(streams.resolve(RawStream::NULL, 1).unwrap().is_none());
+        assert_eq!(streams.live(), 0);
+        streams.shutdown_all();
     }
 }
