@@ -7,6 +7,7 @@
 
 pub mod desc;
 pub mod error;
+pub mod hip;
 pub mod runtime;
 pub mod sim;
 
