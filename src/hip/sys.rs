@@ -197,6 +197,22 @@ macro_rules! library {
                     $($osym,)*
                 })
             }
+
+            /// Every entry point a stub that returns 0 (success) and touches nothing;
+            /// optional ones absent. Tests replace the fields they exercise.
+            #[cfg(test)]
+            pub(crate) fn stubbed() -> Self {
+                $(
+                    #[allow(unused_variables)]
+                    unsafe extern "C" fn $sym($(_: $arg),*) -> $ret {
+                        Default::default()
+                    }
+                )*
+                $name {
+                    $($sym,)*
+                    $($osym: None,)*
+                }
+            }
         }
     };
 }
