@@ -86,16 +86,16 @@ static BACKEND: OnceLock<Result<Arc<dyn Runtime>, String>> = OnceLock::new();
 /// The process's backend, made on first use. A backend that cannot start is reported once on
 /// stderr (a C caller has no other channel) and every call then fails.
 fn backend() -> Option<&'static Arc<dyn Runtime>> {
-    match BACKEND.get_or_init(|| {
-        let b = make_backend();
-        if let Err(e) = &b {
-            eprintln!("hip-shim: no backend: {e}");
-        }
-        b
-    }) {
-        Ok(b) => Some(b),
-        Err(_) => None,
-    }
+    BACKEND
+        .get_or_init(|| {
+            let b = make_backend();
+            if let Err(e) = &b {
+                eprintln!("hip-shim: no backend: {e}");
+            }
+            b
+        })
+        .as_ref()
+        .ok()
 }
 
 fn trace_on() -> bool {
@@ -425,7 +425,9 @@ pub unsafe extern "C" fn hipfftExecZ2D(plan: *mut c_void, i: *mut c_void, o: *mu
 /// The shim's crate version as `major * 10_000 + minor * 100 + patch`.
 fn version_small() -> c_int {
     let p = |s: &str| s.parse::<c_int>().unwrap_or(0);
-    p(env!("CARGO_PKG_VERSION_MAJOR")) * 10_000 + p(env!("CARGO_PKG_VERSION_MINOR")) * 100 + p(env!("CARGO_PKG_VERSION_PATCH"))
+    p(env!("CARGO_PKG_VERSION_MAJOR")) * 10_000
+        + p(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + p(env!("CARGO_PKG_VERSION_PATCH"))
 }
 
 /// `hipfftResult hipfftGetVersion(int* version);`
@@ -600,9 +602,8 @@ fn copy(
         }
         sys::hipMemcpyDeviceToDevice => {
             let s = stream.unwrap_or(RawStream::NULL);
-            b.memcpy_dtod_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, s).and_then(|()| {
-                if stream.is_none() { b.stream_synchronize(RawStream::NULL) } else { Ok(()) }
-            })
+            b.memcpy_dtod_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, s)
+                .and_then(|()| if stream.is_none() { b.stream_synchronize(RawStream::NULL) } else { Ok(()) })
         }
         // hipMemcpyDefault needs unified addressing the backends do not promise.
         _ => return he::hipErrorInvalidMemcpyDirection,
@@ -731,9 +732,7 @@ pub unsafe extern "C" fn hipEventDestroy(event: *mut c_void) -> c_int {
 /// `const char* hipGetErrorName(hipError_t hip_error);`
 #[unsafe(no_mangle)]
 pub extern "C" fn hipGetErrorName(error: c_int) -> *const c_char {
-    catch_unwind(|| hip_error_cname(error).unwrap_or(c"hipErrorUnknown"))
-        .unwrap_or(c"hipErrorUnknown")
-        .as_ptr()
+    catch_unwind(|| hip_error_cname(error).unwrap_or(c"hipErrorUnknown")).unwrap_or(c"hipErrorUnknown").as_ptr()
 }
 
 // Keep the exported names and hipfft_pool's binding list in step.

@@ -8,8 +8,8 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use hipfft_pool::error::{Result, hipfft_result};
 use hipfft_pool::hip::result::hip_code;
@@ -189,7 +189,7 @@ impl Runtime for SimRuntime {
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
         let ext = desc.validate()?;
         let n = self.creates.fetch_add(1, Ordering::Relaxed) + 1;
-        if self.fail_create_every > 0 && n % self.fail_create_every == 0 {
+        if self.fail_create_every > 0 && n.is_multiple_of(self.fail_create_every) {
             return Err(fft_err("hipfftMakePlanMany64", hipfft_result::ALLOC_FAILED));
         }
         let work_size = ext.input_bytes.max(ext.output_bytes);
@@ -347,7 +347,11 @@ impl Runtime for SimRuntime {
     }
 
     fn event_destroy(&self, event: RawEvent) -> Result<()> {
-        if self.state().events.remove(&event.0) { Ok(()) } else { Err(hip_err("hipEventDestroy", he::hipErrorInvalidResourceHandle)) }
+        if self.state().events.remove(&event.0) {
+            Ok(())
+        } else {
+            Err(hip_err("hipEventDestroy", he::hipErrorInvalidResourceHandle))
+        }
     }
 
     fn stream_create(&self) -> Result<RawStream> {
@@ -370,7 +374,8 @@ impl Runtime for SimRuntime {
 
     fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
         let size = bytes.max(1);
-        let layout = std::alloc::Layout::from_size_align(size, ALIGN).map_err(|_| hip_err("hipMalloc", he::hipErrorOutOfMemory))?;
+        let layout = std::alloc::Layout::from_size_align(size, ALIGN)
+            .map_err(|_| hip_err("hipMalloc", he::hipErrorOutOfMemory))?;
         // SAFETY: non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {

@@ -164,7 +164,16 @@ fn open_first(lib: HipLibrary, candidates: &[Candidate]) -> std::result::Result<
         // are resolved with the signatures of `sys`.
         match unsafe { libloading::Library::new(&c.path) } {
             Ok(l) => return Ok(LoadedLibrary { lib: ManuallyDrop::new(l), candidate: c.clone(), resolved: None }),
-            Err(e) => tried.push(format!("{} ({}): {}", c.path.display(), c.origin, e)),
+            Err(e) => {
+                let path = c.path.display().to_string();
+                // dlerror()'s text (libloading's source) usually repeats the path: drop it.
+                let why = match std::error::Error::source(&e) {
+                    Some(inner) => inner.to_string(),
+                    None => e.to_string(),
+                };
+                let why = why.strip_prefix(&format!("{path}: ")).unwrap_or(&why).to_string();
+                tried.push(format!("{path} ({}): {why}", c.origin));
+            }
         }
     }
     Err(format!("{} not found; tried {}", lib.file_name(), tried.join("; ")))
@@ -193,8 +202,12 @@ fn loaded_path(addr: *const c_void) -> Option<PathBuf> {
     unsafe extern "C" {
         fn dladdr(addr: *const c_void, info: *mut DlInfo) -> c_int;
     }
-    let mut info =
-        DlInfo { dli_fname: std::ptr::null(), dli_fbase: std::ptr::null_mut(), dli_sname: std::ptr::null(), dli_saddr: std::ptr::null_mut() };
+    let mut info = DlInfo {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
     // SAFETY: dladdr only reads the loader's tables; `info` is a valid out pointer.
     if unsafe { dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
         return None;
@@ -402,7 +415,16 @@ impl Runtime for HipRuntime {
         let plan = unsafe { result::create(&self.fft)? };
         let made = unsafe {
             result::set_auto_allocation(&self.fft, plan, options.auto_allocation).and_then(|()| {
-                result::make_plan_many64(&self.fft, plan, r as i32, &mut n, input, output, desc.transform.raw(), desc.batch)
+                result::make_plan_many64(
+                    &self.fft,
+                    plan,
+                    r as i32,
+                    &mut n,
+                    input,
+                    output,
+                    desc.transform.raw(),
+                    desc.batch,
+                )
             })
         };
         match made {
@@ -507,7 +529,13 @@ impl Runtime for HipRuntime {
             return Ok(());
         }
         unsafe {
-            result::memcpy(&self.hip, dst.as_mut_ptr().cast(), src.as_ptr::<c_void>(), dst.len(), sys::hipMemcpyDeviceToHost)
+            result::memcpy(
+                &self.hip,
+                dst.as_mut_ptr().cast(),
+                src.as_ptr::<c_void>(),
+                dst.len(),
+                sys::hipMemcpyDeviceToHost,
+            )
         }
     }
 
@@ -538,8 +566,9 @@ mod tests {
 
     #[test]
     fn missing_files_are_unavailable_and_name_every_path() {
-        let e = HipRuntime::load_from(Path::new("/nonexistent/a/libhipfft.so"), Path::new("/nonexistent/b/libamdhip64.so"))
-            .unwrap_err();
+        let e =
+            HipRuntime::load_from(Path::new("/nonexistent/a/libhipfft.so"), Path::new("/nonexistent/b/libamdhip64.so"))
+                .unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, Error::Unavailable(_)), "{msg}");
         assert!(msg.contains("/nonexistent/a/libhipfft.so") && msg.contains("/nonexistent/b/libamdhip64.so"), "{msg}");

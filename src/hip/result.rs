@@ -321,7 +321,9 @@ pub unsafe fn set_device(lib: &HipLib, device: i32) -> Result<()> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn device_get_name(lib: &HipLib, device: i32) -> Result<String> {
     let mut buf = [0 as std::ffi::c_char; 256];
-    hip_check(lib, "hipDeviceGetName", unsafe { (lib.hipDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, device) })?;
+    hip_check(lib, "hipDeviceGetName", unsafe {
+        (lib.hipDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, device)
+    })?;
     *buf.last_mut().unwrap() = 0;
     // SAFETY: NUL-terminated by the line above at the latest.
     Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
@@ -369,7 +371,13 @@ pub unsafe fn free(lib: &HipLib, ptr: *mut c_void) -> Result<()> {
 ///
 /// # Safety
 /// `dst` and `src` must be valid for `bytes` on the sides `kind` names.
-pub unsafe fn memcpy(lib: &HipLib, dst: *mut c_void, src: *const c_void, bytes: usize, kind: sys::hipMemcpyKind) -> Result<()> {
+pub unsafe fn memcpy(
+    lib: &HipLib,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: sys::hipMemcpyKind,
+) -> Result<()> {
     hip_check(lib, "hipMemcpy", unsafe { (lib.hipMemcpy)(dst, src, bytes, kind) })
 }
 
