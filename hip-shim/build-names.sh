@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds hip-shim and exposes it as libhipfft.so and libamdhip64.so in DIR (default:
+# Builds hip-shim and exposes it as libhipfft.so(.0) and libamdhip64.so(.6) in DIR (default:
 # target/hip-shim-lib), as symlinks to the one built file, so that the dynamic loader maps a
 # single instance under both names (copies would be two instances with two backends).
 #
@@ -15,7 +15,7 @@ target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$root/Carg
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 so="$target/release/libhip_shim.so"
 mkdir -p "$dir"
-for name in libhipfft.so libamdhip64.so; do
+for name in libhipfft.so libhipfft.so.0 libamdhip64.so libamdhip64.so.6; do
     ln -sf "$so" "$dir/$name"
 done
 echo "$dir"

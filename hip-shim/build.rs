@@ -1,7 +1,7 @@
 //! Detects whether `hipfft_pool::sim::SimRuntime` exists yet (it is written on another
 //! branch). When it does, the shim is backed by it; until then by `src/standin.rs`, a minimal
 //! in-memory runtime with the same constructor. Delete this file and `standin.rs` once the
-//! simulated runtime has landed everywhere.
+//! simulated runtime has landed everywhere (keep the soname line).
 
 use std::path::Path;
 
@@ -23,6 +23,11 @@ fn main() {
     let sim = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("src").join("sim");
     println!("cargo::rerun-if-changed={}", sim.display());
     println!("cargo::rerun-if-changed=build.rs");
+    // hipFFT's soname, so that a process that mapped the shim (as the real hipFFT would be
+    // mapped through DT_NEEDED) is found by HipRuntime::load's RTLD_NOLOAD probe.
+    if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
+        println!("cargo::rustc-cdylib-link-arg=-Wl,-soname,libhipfft.so.0");
+    }
     if mentions_sim_runtime(&sim) {
         println!("cargo::rustc-cfg=hip_shim_has_sim");
     }

@@ -765,3 +765,28 @@ fn child_load_env_missing() {
     // The override is exclusive: nothing else was tried.
     assert!(!msg.contains("/opt/rocm"), "{msg}");
 }
+
+#[test]
+fn load_prefers_a_hipfft_the_process_already_mapped() {
+    run_child(
+        "child_load_already_loaded",
+        &[("HIPFFT_POOL_HIP_LIB", hip_path().to_str().unwrap()), ("ROCM_PATH", "/nonexistent-rocm")],
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by load_prefers_a_hipfft_the_process_already_mapped"]
+fn child_load_already_loaded() {
+    if !in_child() {
+        return;
+    }
+    // Map the shim by full path, as a program linked against hipFFT would have it mapped
+    // (the shim carries hipFFT's soname, libhipfft.so.0).
+    std::mem::forget(unsafe { libloading::Library::new(hipfft_path()) }.unwrap());
+    let rt = HipRuntime::load().unwrap();
+    let info = rt.info();
+    assert!(info.libraries[0].1.starts_with("libhipfft.so.0 (already loaded in this process)"), "{:?}", info.libraries);
+    assert!(info.libraries[0].1.contains("libhip_shim.so"), "{:?}", info.libraries);
+    assert!(info.libraries[1].1.contains("$HIPFFT_POOL_HIP_LIB"), "{:?}", info.libraries);
+    assert!(rt.device_count().unwrap() >= 1);
+}

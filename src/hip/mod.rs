@@ -8,8 +8,10 @@
 //! search order is testable): the `HIPFFT_POOL_HIPFFT_LIB` / `HIPFFT_POOL_HIP_LIB` override
 //! (an exact file; when set, nothing else is tried), then `$ROCM_PATH/lib`, `$HIP_PATH/lib`,
 //! `/opt/rocm/lib`, then the dynamic loader's own search by plain name (`libhipfft.so`,
-//! then the runtime soname), so that a process which already loaded hipFFT (MLX does) gets
-//! that same library. Loaded libraries are never unloaded: HIP registers process-exit
+//! then the runtime soname). Before that list (and unless an override is set),
+//! [`HipRuntime::load`] asks the loader whether the process already has the library mapped
+//! under one of its sonames (`RTLD_NOLOAD`, Linux): a process that already loaded hipFFT
+//! (MLX does) must get that same copy, never a second one from another ROCm. Loaded libraries are never unloaded: HIP registers process-exit
 //! handlers and threads, and unloading it while they exist is not safe.
 
 pub mod result;
@@ -88,6 +90,8 @@ pub enum CandidateOrigin {
     Loader,
     /// A path given to [`HipRuntime::load_from`].
     Explicit,
+    /// Already mapped in the process under this soname (found with `RTLD_NOLOAD`).
+    AlreadyLoaded,
 }
 
 impl fmt::Display for CandidateOrigin {
@@ -99,6 +103,7 @@ impl fmt::Display for CandidateOrigin {
             CandidateOrigin::OptRocm => f.write_str("/opt/rocm/lib"),
             CandidateOrigin::Loader => f.write_str("loader search path"),
             CandidateOrigin::Explicit => f.write_str("given path"),
+            CandidateOrigin::AlreadyLoaded => f.write_str("already loaded in this process"),
         }
     }
 }
@@ -153,6 +158,28 @@ impl LoadedLibrary {
             _ => format!("{given} ({})", self.candidate.origin),
         }
     }
+}
+
+/// The library if the process already has it mapped under one of its names (`RTLD_NOLOAD`
+/// loads nothing; it returns a new reference to a mapped object or fails).
+#[cfg(target_os = "linux")]
+fn already_loaded(lib: HipLibrary) -> Option<LoadedLibrary> {
+    const RTLD_NOLOAD: std::ffi::c_int = 0x4; // glibc and musl
+    lib.sonames().iter().chain([&lib.file_name()]).find_map(|name| {
+        let flags = RTLD_NOLOAD | libloading::os::unix::RTLD_LAZY | libloading::os::unix::RTLD_LOCAL;
+        // SAFETY: RTLD_NOLOAD never maps a new object, so no initializer runs.
+        let l = unsafe { libloading::os::unix::Library::open(Some(*name), flags) }.ok()?;
+        Some(LoadedLibrary {
+            lib: ManuallyDrop::new(l.into()),
+            candidate: Candidate { path: PathBuf::from(name), origin: CandidateOrigin::AlreadyLoaded },
+            resolved: None,
+        })
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn already_loaded(_lib: HipLibrary) -> Option<LoadedLibrary> {
+    None
 }
 
 /// Opens the first candidate that opens; on failure says what every candidate answered.
@@ -233,10 +260,13 @@ pub struct HipRuntime {
     _handles: Vec<ManuallyDrop<libloading::Library>>,
 }
 
-// The function pointers and library handles are plain data; hipFFT and HIP are thread-safe
-// for the calls made here (per-plan calls are serialized by the pool, per the trait).
-unsafe impl Send for HipRuntime {}
-unsafe impl Sync for HipRuntime {}
+// Send + Sync follow from the fields (function pointers, libloading handles, strings): hipFFT
+// and HIP are thread-safe for the calls made here, and per-plan calls are serialized by the
+// pool, as the trait requires.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<HipRuntime>();
+};
 
 impl fmt::Debug for HipRuntime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -257,9 +287,17 @@ impl HipRuntime {
     /// Searches for and loads hipFFT and the HIP runtime ([`library_candidates`] order).
     /// A missing library or symbol is [`Error::Unavailable`] naming every path tried.
     pub fn load() -> Result<Self> {
-        let fft = library_candidates(HipLibrary::Hipfft, |k| std::env::var_os(k));
-        let hip = library_candidates(HipLibrary::AmdHip64, |k| std::env::var_os(k));
-        Self::load_candidates(&fft, &hip)
+        let env = |k: &str| std::env::var_os(k);
+        let probe = |lib: HipLibrary| match env(lib.override_var()) {
+            Some(v) if !v.is_empty() => None,
+            _ => already_loaded(lib),
+        };
+        let fft = library_candidates(HipLibrary::Hipfft, env);
+        let hip = library_candidates(HipLibrary::AmdHip64, env);
+        Self::load_libraries(
+            probe(HipLibrary::Hipfft).ok_or(()).or_else(|()| open_first(HipLibrary::Hipfft, &fft)),
+            probe(HipLibrary::AmdHip64).ok_or(()).or_else(|()| open_first(HipLibrary::AmdHip64, &hip)),
+        )
     }
 
     /// Loads hipFFT and the HIP runtime from exactly these files. A path without a `/` is
@@ -274,6 +312,13 @@ impl HipRuntime {
         // Open both before reporting, so one message says everything that is missing.
         let hip_lib = open_first(HipLibrary::AmdHip64, hip_candidates);
         let fft_lib = open_first(HipLibrary::Hipfft, fft_candidates);
+        Self::load_libraries(fft_lib, hip_lib)
+    }
+
+    fn load_libraries(
+        fft_lib: std::result::Result<LoadedLibrary, String>,
+        hip_lib: std::result::Result<LoadedLibrary, String>,
+    ) -> Result<Self> {
         let (mut hip_lib, mut fft_lib) = match (hip_lib, fft_lib) {
             (Ok(h), Ok(f)) => (h, f),
             (h, f) => {
