@@ -9,6 +9,7 @@
 pub mod cuda;
 pub mod desc;
 pub mod error;
+pub mod hip;
 pub mod reference;
 pub mod runtime;
 pub mod sim;

@@ -23,7 +23,7 @@ fn with_devices(name: &str, rt: Result<Arc<dyn Runtime>>) -> std::result::Result
 }
 
 fn open_hip() -> Result<Arc<dyn Runtime>> {
-    Err(Error::Unavailable("HIP_MERGE_PENDING".into()))
+    crate::hip::HipRuntime::load().map(|r| Arc::new(r) as Arc<dyn Runtime>)
 }
 
 #[cfg(feature = "cuda")]
