@@ -42,3 +42,4 @@ pub mod buffer;
 pub mod probe;
 pub mod select;
 pub mod export;
+pub mod correctness;
