@@ -43,3 +43,4 @@ pub mod probe;
 pub mod select;
 pub mod export;
 pub mod correctness;
+pub mod audit;
