@@ -44,3 +44,4 @@ pub mod select;
 pub mod export;
 pub mod correctness;
 pub mod audit;
+pub mod serve;
