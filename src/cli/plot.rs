@@ -1,0 +1,217 @@
+//! Timelines of live handles: the CSV both `probe` and `sweep` write, and a hand-written
+//! SVG chart of them (no plotting dependency: the chart is a few lines, polylines and text).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+/// One sample of a run: taken after every step (`event` = `step`), plus, for a run that
+/// stopped progressing, the counts the child's heartbeat reported during the hang
+/// (`event` = `hang`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TimelineRow {
+    pub config: String,
+    pub run: usize,
+    pub event: &'static str,
+    pub step: usize,
+    pub cycle: usize,
+    pub pos: usize,
+    pub shape: usize,
+    /// The plan source's own count of live handles (the pool's metrics, or the legacy
+    /// cache's count of handles created and not yet destroyed).
+    pub live: usize,
+    pub cached: usize,
+    pub in_flight: usize,
+    /// The simulated runtime's ground truth, where the runtime is the sim.
+    pub sim_live: Option<usize>,
+    pub t_s: f64,
+}
+
+impl TimelineRow {
+    /// The count to plot: the runtime's ground truth where there is one.
+    pub fn plotted_live(&self) -> usize {
+        self.sim_live.unwrap_or(self.live)
+    }
+}
+
+pub const CSV_HEADER: &str = "config,run,event,step,cycle,pos,shape,live,cached,in_flight,sim_live,t_s";
+
+pub fn write_csv(path: &Path, rows: &[TimelineRow]) -> std::io::Result<()> {
+    let mut out = String::with_capacity(64 * (rows.len() + 1));
+    out.push_str(CSV_HEADER);
+    out.push('\n');
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6}",
+            csv_field(&r.config),
+            r.run,
+            r.event,
+            r.step,
+            r.cycle,
+            r.pos,
+            r.shape,
+            r.live,
+            r.cached,
+            r.in_flight,
+            r.sim_live.map_or(String::new(), |v| v.to_string()),
+            r.t_s
+        );
+    }
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(out.as_bytes())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// One line of the chart.
+pub struct Series {
+    pub label: String,
+    /// (step, handles), in step order.
+    pub points: Vec<(f64, f64)>,
+    /// Marks the last point as where the run hung.
+    pub hung: bool,
+    pub dashed: bool,
+}
+
+/// A horizontal reference line (the live ceiling, the sim's block threshold).
+pub struct HLine {
+    pub label: String,
+    pub y: f64,
+    pub color: &'static str,
+}
+
+/// Colours that stay apart for up to ten lines (Tableau 10).
+const PALETTE: [&str; 10] =
+    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A step (1, 2, 5 x 10^k) giving about `target` ticks over `span`.
+fn nice_step(span: f64, target: f64) -> f64 {
+    let raw = (span / target).max(1e-9);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    let nice = if f <= 1.0 { 1.0 } else if f <= 2.0 { 2.0 } else if f <= 5.0 { 5.0 } else { 10.0 };
+    (nice * mag).max(1.0)
+}
+
+/// The chart: one `<polyline>` per series (and no other polylines), one dashed `<line>` per
+/// reference line, a legend on the right. A hung series ends in a red cross.
+pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines: &[HLine], notes: &[String]) -> String {
+    let (w, h) = (1000.0f64, 560.0f64);
+    let (left, right, top, bottom) = (70.0, 290.0, 50.0, 60.0);
+    let (pw, ph) = (w - left - right, h - top - bottom);
+    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .chain(hlines.iter().map(|l| l.y))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let xs = |x: f64| left + x / x_max * pw;
+    let ys = |y: f64| top + ph - y / y_max * ph;
+    let mut o = String::new();
+    let _ = writeln!(o, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#);
+    let _ = writeln!(o, r#"<rect x="0" y="0" width="{w}" height="{h}" fill="white"/>"#);
+    let _ = writeln!(o, r#"<text x="{}" y="28" font-size="16" font-weight="bold">{}</text>"#, left, esc(title));
+    // Grid and ticks.
+    let ystep = nice_step(y_max, 8.0);
+    let mut y = 0.0;
+    while y <= y_max + 1e-9 {
+        let py = ys(y);
+        let _ = writeln!(o, r##"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#e6e6e6"/>"##, left + pw);
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#, left - 6.0, py + 4.0, y);
+        y += ystep;
+    }
+    let xstep = nice_step(x_max, 10.0);
+    let mut x = 0.0;
+    while x <= x_max + 1e-9 {
+        let px = xs(x);
+        let _ = writeln!(o, r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#f0f0f0"/>"##, top + ph);
+        let _ = writeln!(o, r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, top + ph + 16.0, x);
+        x += xstep;
+    }
+    let _ = writeln!(o, r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##);
+    let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, left + pw / 2.0, h - 18.0, esc(x_label));
+    let _ = writeln!(
+        o,
+        r#"<text x="18" y="{:.1}" text-anchor="middle" transform="rotate(-90 18 {:.1})">{}</text>"#,
+        top + ph / 2.0,
+        top + ph / 2.0,
+        esc(y_label)
+    );
+    for l in hlines {
+        let py = ys(l.y);
+        let _ = writeln!(
+            o,
+            r#"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="6 4"/>"#,
+            left + pw,
+            l.color
+        );
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" fill="{}" text-anchor="end">{}</text>"#, left + pw - 4.0, py - 4.0, l.color, esc(&l.label));
+    }
+    // Lines: later series drawn thinner on top, so overlapping runs stay visible.
+    for (i, s) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let pts: Vec<String> = s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y))).collect();
+        let width = if series.len() > 1 { 3.0 - 1.6 * i as f64 / (series.len() - 1) as f64 } else { 2.0 };
+        let dash = if s.dashed { r#" stroke-dasharray="5 3""# } else { "" };
+        let _ = writeln!(
+            o,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="{width:.2}" stroke-linejoin="round"{dash} points="{}"><title>{}</title></polyline>"#,
+            pts.join(" "),
+            esc(&s.label)
+        );
+        if let (true, Some(&(x, y))) = (s.hung, s.points.last()) {
+            let (px, py) = (xs(x), ys(y));
+            let _ = writeln!(
+                o,
+                r##"<path d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#d00" stroke-width="2.5"/>"##,
+                px - 6.0,
+                py - 6.0,
+                px + 6.0,
+                py + 6.0,
+                px - 6.0,
+                py + 6.0,
+                px + 6.0,
+                py - 6.0
+            );
+        }
+    }
+    // Legend.
+    let lx = left + pw + 20.0;
+    let mut ly = top + 8.0;
+    for (i, s) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{color}" stroke-width="3"/>"#, lx + 22.0);
+        let tag = if s.hung { " (hung)" } else { "" };
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}">{}{}</text>"#, lx + 28.0, ly + 4.0, esc(&s.label), tag);
+        ly += 18.0;
+    }
+    for l in hlines {
+        let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{}" stroke-width="1.5" stroke-dasharray="6 4"/>"#, lx + 22.0, l.color);
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, lx + 28.0, ly + 4.0, esc(&l.label));
+        ly += 18.0;
+    }
+    if series.iter().any(|s| s.hung) {
+        let _ = writeln!(o, r##"<path d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#d00" stroke-width="2.5"/>"##, lx + 5.0, ly - 6.0, lx + 17.0, ly + 6.0, lx + 5.0, ly + 6.0, lx + 17.0, ly - 6.0);
+        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}">hang (live count during it)</text>"#, lx + 28.0, ly + 4.0);
+        ly += 18.0;
+    }
+    ly += 8.0;
+    for n in notes {
+        let _ = writeln!(o, r##"<text x="{lx}" y="{ly:.1}" fill="#555">{}</text>"##, esc(n));
+        ly += 16.0;
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+/// Colours of the reference lines: the pool's live ceiling, the sim's block threshold.
+pub const CEILING_COLOR: &str = "#2a7";
+pub const BLOCK_COLOR: &str = "#d00";
