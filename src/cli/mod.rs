@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod counting;
 mod hang;
 mod info;
 mod legacy;

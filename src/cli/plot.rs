@@ -22,19 +22,24 @@ pub struct TimelineRow {
     pub live: usize,
     pub cached: usize,
     pub in_flight: usize,
+    /// Handles alive at the runtime boundary after the step (see `cli/counting.rs`).
+    pub rt_live: usize,
+    /// The most handles alive at the runtime boundary during the step (for a `hang` row:
+    /// since the step began, up to the hang).
+    pub step_max: usize,
     /// The simulated runtime's ground truth, where the runtime is the sim.
     pub sim_live: Option<usize>,
     pub t_s: f64,
 }
 
 impl TimelineRow {
-    /// The count to plot: the runtime's ground truth where there is one.
+    /// The count to plot: the most handles alive during the step.
     pub fn plotted_live(&self) -> usize {
-        self.sim_live.unwrap_or(self.live)
+        self.step_max
     }
 }
 
-pub const CSV_HEADER: &str = "config,run,event,step,cycle,pos,shape,live,cached,in_flight,sim_live,t_s";
+pub const CSV_HEADER: &str = "config,run,event,step,cycle,pos,shape,live,cached,in_flight,rt_live,step_max,sim_live,t_s";
 
 pub fn write_csv(path: &Path, rows: &[TimelineRow]) -> std::io::Result<()> {
     let mut out = String::with_capacity(64 * (rows.len() + 1));
@@ -43,7 +48,7 @@ pub fn write_csv(path: &Path, rows: &[TimelineRow]) -> std::io::Result<()> {
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6}",
             csv_field(&r.config),
             r.run,
             r.event,
@@ -54,6 +59,8 @@ pub fn write_csv(path: &Path, rows: &[TimelineRow]) -> std::io::Result<()> {
             r.live,
             r.cached,
             r.in_flight,
+            r.rt_live,
+            r.step_max,
             r.sim_live.map_or(String::new(), |v| v.to_string()),
             r.t_s
         );
@@ -145,21 +152,24 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines:
         top + ph / 2.0,
         esc(y_label)
     );
-    for l in hlines {
+    for (i, l) in hlines.iter().enumerate() {
         let py = ys(l.y);
         let _ = writeln!(
             o,
-            r#"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{}" stroke-width="1.5" stroke-dasharray="6 4"/>"#,
+            r#"<line x1="{left}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="{}" stroke-width="1.2" stroke-dasharray="3 5"/>"#,
             left + pw,
             l.color
         );
-        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" fill="{}" text-anchor="end">{}</text>"#, left + pw - 4.0, py - 4.0, l.color, esc(&l.label));
+        // Alternate the label's end, so lines at one height keep readable labels.
+        let (tx, anchor) = if i % 2 == 0 { (left + pw - 4.0, "end") } else { (left + 4.0, "start") };
+        let _ = writeln!(o, r#"<text x="{tx:.1}" y="{:.1}" fill="{}" text-anchor="{anchor}">{}</text>"#, py - 4.0, l.color, esc(&l.label));
     }
-    // Lines: later series drawn thinner on top, so overlapping runs stay visible.
+    // Lines: later series drawn thinner on top, so runs that overlap stay visible as a
+    // thin line inside a thicker one.
     for (i, s) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let pts: Vec<String> = s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y))).collect();
-        let width = if series.len() > 1 { 3.0 - 1.6 * i as f64 / (series.len() - 1) as f64 } else { 2.0 };
+        let width = if series.len() > 1 { 5.5 - 3.7 * i as f64 / (series.len() - 1) as f64 } else { 2.0 };
         let dash = if s.dashed { r#" stroke-dasharray="5 3""# } else { "" };
         let _ = writeln!(
             o,
@@ -167,6 +177,9 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines:
             pts.join(" "),
             esc(&s.label)
         );
+        if let (false, Some(&(x, y))) = (s.hung, s.points.last()) {
+            let _ = writeln!(o, r#"<circle cx="{:.1}" cy="{:.1}" r="{:.1}" fill="{color}"/>"#, xs(x), ys(y), width.max(2.5) + 1.0);
+        }
         if let (true, Some(&(x, y))) = (s.hung, s.points.last()) {
             let (px, py) = (xs(x), ys(y));
             let _ = writeln!(
@@ -205,11 +218,29 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines:
     }
     ly += 8.0;
     for n in notes {
-        let _ = writeln!(o, r##"<text x="{lx}" y="{ly:.1}" fill="#555">{}</text>"##, esc(n));
-        ly += 16.0;
+        for part in wrap(n, 40) {
+            let _ = writeln!(o, r##"<text x="{lx}" y="{ly:.1}" fill="#555">{}</text>"##, esc(&part));
+            ly += 15.0;
+        }
+        ly += 3.0;
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// Splits `s` at spaces into lines of at most `width` characters (longer words stay whole).
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in s.split_whitespace() {
+        match out.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => out.push(word.to_string()),
+        }
+    }
+    out
 }
 
 /// Colours of the reference lines: the pool's live ceiling, the sim's block threshold.

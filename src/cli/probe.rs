@@ -6,9 +6,9 @@
 //!
 //! ```text
 //! start pid=4242 mode=legacy capacity=16 ceiling=- steps=78 sim_block_above_live=12
-//! progress step=12 cycle=0 pos=12 shape=12 live=12 cached=12 inflight=0 sim_live=12 t=0.031
-//! sample step=12 cycle=0 pos=12 shape=12 ok=1 live=13 cached=13 inflight=0 sim_live=13 t=0.034
-//! heartbeat live=13 cached=12 inflight=0 sim_live=13 t=0.250
+//! progress step=12 cycle=0 pos=12 shape=12 live=12 cached=12 inflight=0 rt_live=12 max=12 calls=- sim_live=12 t=0.031
+//! sample step=12 cycle=0 pos=12 shape=12 ok=1 live=13 cached=13 inflight=0 rt_live=13 max=13 calls=- sim_live=13 t=0.034
+//! heartbeat live=13 cached=12 inflight=0 rt_live=13 max=13 calls=create sim_live=13 t=0.250
 //! phase name=shutdown t=0.251
 //! result {"runtime":"sim","mode":"legacy",...}
 //! ```
@@ -17,7 +17,13 @@
 //! `heartbeat` every 200 ms from a thread of its own (so the counts during a hang are
 //! known), `phase` when the run leaves the shape loop (`shutdown`: the pool shuts down or
 //! the legacy cache is cleared, which destroys plans) and `result` carries the summary JSON.
-//! `sim_live` is `-` when the runtime is not the simulated one.
+//! `live`, `cached` and `inflight` are the plan source's own counts (the pool's metrics, or
+//! the legacy cache's); `rt_live` counts handles at the runtime boundary (a wrapper around
+//! the runtime: alive from just before `plan_create` until `plan_destroy` returns), `max` is
+//! the most `rt_live` reached since the step began (a miss that creates before it evicts
+//! shows here), `calls` names the plan calls running right now (`create`, `destroy`,
+//! `exec`, `-` for none) and `sim_live` is the simulated runtime's own count (`-` when the
+//! runtime is not the sim).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,6 +38,7 @@ use hipfft_pool::probe::{self, PlanSource, ProbeOutcome, ProbeShape, RunOptions}
 use hipfft_pool::sim::SimRuntime;
 use hipfft_pool::{Error, PlanOptions, PlanPool, PoolConfig, Result, Runtime};
 
+use super::counting::{CountingRuntime, PlanCounts};
 use super::legacy::{DestroyMode, LegacyCache};
 use super::plot::{self, HLine, Series, TimelineRow};
 
@@ -227,7 +234,7 @@ pub fn open_runtime(choice: RuntimeChoice) -> Result<(Arc<dyn Runtime>, Option<A
     Ok((selected.runtime, None))
 }
 
-/// Counts at one moment.
+/// The plan source's counts at one moment.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counts {
     live: usize,
@@ -236,16 +243,17 @@ struct Counts {
     sim_live: Option<usize>,
 }
 
-impl Counts {
-    fn fields(&self) -> String {
-        format!(
-            "live={} cached={} inflight={} sim_live={}",
-            self.live,
-            self.cached,
-            self.in_flight,
-            self.sim_live.map_or("-".to_string(), |v| v.to_string())
-        )
-    }
+/// A protocol line's counts; `max` is the step window's maximum (see the module docs).
+fn fields(c: &Counts, rt: &PlanCounts, max: usize) -> String {
+    format!(
+        "live={} cached={} inflight={} rt_live={} max={max} calls={} sim_live={}",
+        c.live,
+        c.cached,
+        c.in_flight,
+        rt.live.load(Ordering::SeqCst),
+        rt.calls(),
+        c.sim_live.map_or("-".to_string(), |v| v.to_string())
+    )
 }
 
 /// Writes a protocol line; a closed stdout (the supervisor went) is ignored.
@@ -278,6 +286,8 @@ struct Summary {
     creations: u64,
     destroys: u64,
     peak_live: usize,
+    /// The most handles alive at the runtime boundary (counted around the runtime).
+    rt_peak_live: usize,
     /// The simulated runtime's ground truth.
     sim_peak_live: Option<usize>,
     sim_live_at_end: Option<usize>,
@@ -299,6 +309,7 @@ struct Driven {
 fn drive<S: PlanSource>(
     source: &S,
     sample: &(dyn Fn() -> Counts + Sync),
+    rt: &PlanCounts,
     shapes: &[ProbeShape],
     order: &[usize],
     cycles: usize,
@@ -314,7 +325,7 @@ fn drive<S: PlanSource>(
             let beat = move || {
                 while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(Duration::from_millis(200)) {
                     let c = sample();
-                    line(true, format_args!("heartbeat {} t={:.3}", c.fields(), started.elapsed().as_secs_f64()));
+                    line(true, format_args!("heartbeat {} t={:.3}", fields(&c, rt, rt.window_max()), started.elapsed().as_secs_f64()));
                 }
             };
             // Without heartbeats the sweep still sees progress lines; it only loses the counts during a hang.
@@ -331,6 +342,7 @@ fn drive<S: PlanSource>(
             options,
             |s| {
                 let c = sample();
+                let max = rt.take_window_max();
                 line(
                     protocol,
                     format_args!(
@@ -339,19 +351,25 @@ fn drive<S: PlanSource>(
                         s.cycle,
                         s.index,
                         s.shape_index,
-                        c.fields(),
+                        fields(&c, rt, max),
                         started.elapsed().as_secs_f64()
                     ),
                 );
             },
             |s, ok| {
                 let c = sample();
+                let max = rt.take_window_max();
                 let t = started.elapsed().as_secs_f64();
                 line(
                     protocol,
                     format_args!(
                         "sample step={} cycle={} pos={} shape={} ok={} {} t={t:.3}",
-                        s.step, s.cycle, s.index, s.shape_index, ok as u8, c.fields()
+                        s.step,
+                        s.cycle,
+                        s.index,
+                        s.shape_index,
+                        ok as u8,
+                        fields(&c, rt, max)
                     ),
                 );
                 rows.push(TimelineRow {
@@ -365,6 +383,8 @@ fn drive<S: PlanSource>(
                     live: c.live,
                     cached: c.cached,
                     in_flight: c.in_flight,
+                    rt_live: rt.live.load(Ordering::SeqCst),
+                    step_max: max,
                     sim_live: c.sim_live,
                     t_s: t,
                 });
@@ -463,6 +483,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         None => a.capacity.unwrap_or(env_cfg.capacity),
     };
     let (rt, sim) = open_runtime(choice)?;
+    let (rt, plan_counts) = CountingRuntime::wrap(rt);
     let runtime_name = rt.kind().to_string();
     let block_above = sim.as_ref().and_then(|s| s.config().block_above_live);
     let label = a.label.clone().unwrap_or_else(|| {
@@ -489,7 +510,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
                 let m = pool.metrics();
                 Counts { live: m.live, cached: m.cached, in_flight: m.in_flight, sim_live: sim_live() }
             };
-            let driven = drive(&pool, &sample, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
+            let driven = drive(&pool, &sample, &plan_counts, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
             let report = pool.shutdown();
             let m = pool.metrics();
             let problem = (!report.still_leased.is_empty())
@@ -505,7 +526,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
                 in_flight: counts.in_flight.load(Ordering::SeqCst),
                 sim_live: sim_live(),
             };
-            let driven = drive(&cache, &sample, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
+            let driven = drive(&cache, &sample, &plan_counts, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
             cache.clear();
             let ld = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
             let left = counts.live.load(Ordering::SeqCst);
@@ -533,6 +554,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         creations: stats[2],
         destroys: stats[3],
         peak_live: stats[4] as usize,
+        rt_peak_live: plan_counts.peak.load(Ordering::SeqCst),
         sim_peak_live: sim.as_ref().map(|s| s.peak_live_handles()),
         sim_live_at_end: sim_live(),
         sim_block_above_live: block_above,
@@ -561,6 +583,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         }
         println!("  transforms  {} (max relative error {:.2e}, bar 1e-5 single / 1e-12 double)", s.transforms, s.max_rel_error);
         println!("  plans       {} hits, {} misses, {} created, {} destroyed, peak {} live", s.hits, s.misses, s.creations, s.destroys, s.peak_live);
+        println!("  runtime     peak {} live handles at the library boundary", s.rt_peak_live);
         if let Some(p) = s.sim_peak_live {
             println!("  sim         peak {p} live handles{}", block_above.map_or(String::new(), |b| format!(" (blocks above {b})")));
         }
@@ -577,11 +600,8 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
 /// cached and in flight, with the ceiling and the block threshold.
 fn probe_plot(label: &str, rows: &[TimelineRow], ceiling: Option<usize>, block_above: Option<usize>) -> String {
     let pts = |f: &dyn Fn(&TimelineRow) -> usize| rows.iter().map(|r| (r.step as f64 + 1.0, f(r) as f64)).collect::<Vec<_>>();
-    let mut series = Vec::new();
-    if rows.iter().any(|r| r.sim_live.is_some()) {
-        series.push(Series { label: "live (runtime)".into(), points: pts(&|r| r.plotted_live()), hung: false, dashed: false });
-    }
-    series.push(Series { label: "live (own count)".into(), points: pts(&|r| r.live), hung: false, dashed: true });
+    let mut series = vec![Series { label: "live, most during the step".into(), points: pts(&|r| r.plotted_live()), hung: false, dashed: false }];
+    series.push(Series { label: "live after the step".into(), points: pts(&|r| r.rt_live), hung: false, dashed: true });
     series.push(Series { label: "cached".into(), points: pts(&|r| r.cached), hung: false, dashed: false });
     series.push(Series { label: "in flight".into(), points: pts(&|r| r.in_flight), hung: false, dashed: false });
     let mut hlines = Vec::new();

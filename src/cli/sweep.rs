@@ -166,17 +166,28 @@ impl Position {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+/// A protocol line's counts (see `cli/probe.rs`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
 struct Counts {
+    /// The plan source's own counts.
     live: usize,
     cached: usize,
     in_flight: usize,
+    /// Handles alive at the runtime boundary, and the most since the step began.
+    rt_live: usize,
+    step_max: usize,
+    /// Plan calls running at that moment: `create`, `destroy`, `exec` or `-`.
+    calls: String,
     sim_live: Option<usize>,
 }
 
 impl Counts {
+    /// Handles alive: the sim's own count where there is one, else the boundary count.
     fn shown(&self) -> usize {
-        self.sim_live.unwrap_or(self.live)
+        self.sim_live.unwrap_or(self.rt_live)
+    }
+    fn most(&self) -> usize {
+        self.step_max.max(self.shown())
     }
 }
 
@@ -398,14 +409,17 @@ fn verdict(c: &Config, runs: &[RunResult]) -> (String, String) {
     }
     if hang == n {
         let places: BTreeSet<String> = runs.iter().map(|r| r.stopped_at.as_ref().map_or("?".into(), |p| p.describe())).collect();
-        let live: BTreeSet<usize> = runs.iter().filter_map(|r| r.counts_at_stop.map(|c| c.shown())).collect();
+        let live: BTreeSet<usize> = runs.iter().filter_map(|r| r.counts_at_stop.as_ref().map(|c| c.shown())).collect();
+        let calls: BTreeSet<String> = runs.iter().filter_map(|r| r.counts_at_stop.as_ref().map(|c| c.calls.clone())).collect();
+        let calls = calls.into_iter().filter(|c| c != "-").collect::<Vec<_>>().join("/");
+        let calls = if calls.is_empty() { String::new() } else { format!(", stuck in plan {calls}") };
         let live = live.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("/");
         let place = if places.len() == 1 {
             format!("every time at {}", places.iter().next().expect("one"))
         } else {
             format!("at {} different places: {}", places.len(), places.into_iter().collect::<Vec<_>>().join("; "))
         };
-        return ("hung".into(), format!("{}: hung {n} of {n} runs, {place}, {live} handles live", c.label));
+        return ("hung".into(), format!("{}: hung {n} of {n} runs, {place}, {live} handles live{calls}", c.label));
     }
     if error == n {
         let why = runs[0].reason.clone().unwrap_or_default();
@@ -437,6 +451,9 @@ fn counts_of(line: &str) -> Counts {
         live: num(line, "live").unwrap_or(0),
         cached: num(line, "cached").unwrap_or(0),
         in_flight: num(line, "inflight").unwrap_or(0),
+        rt_live: num(line, "rt_live").unwrap_or(0),
+        step_max: num(line, "max").unwrap_or(0),
+        calls: field(line, "calls").unwrap_or("-").to_string(),
         sim_live: num(line, "sim_live"),
     }
 }
@@ -578,13 +595,13 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
                     shape_name: shape_name(plan.shapes, shape),
                 };
                 let k = counts_of(line);
-                *peak = (*peak).max(k.shown());
+                *peak = (*peak).max(k.most());
                 *heartbeat = Some(k);
             }
             "sample" => {
                 *last_progress = Instant::now();
                 let k = counts_of(line);
-                *peak = (*peak).max(k.shown());
+                *peak = (*peak).max(k.most());
                 let step = num(line, "step").unwrap_or(0);
                 r.steps_done = step + 1;
                 plan.bar.set_position(base_steps + r.steps_done as u64);
@@ -599,13 +616,15 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
                     live: k.live,
                     cached: k.cached,
                     in_flight: k.in_flight,
+                    rt_live: k.rt_live,
+                    step_max: k.step_max,
                     sim_live: k.sim_live,
                     t_s: t_of(line),
                 });
             }
             "heartbeat" => {
                 let k = counts_of(line);
-                *peak = (*peak).max(k.shown());
+                *peak = (*peak).max(k.most());
                 *heartbeat = Some(k);
             }
             "phase" => {
@@ -646,7 +665,7 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
             r.outcome = Outcome::Hang;
             r.reason = Some(why);
             r.stopped_at = Some(position.clone());
-            r.counts_at_stop = heartbeat;
+            r.counts_at_stop = heartbeat.clone();
             plan.bar.set_message(format!("{} run {run}: hung, recording backtraces", c.label));
             let report = hang::collect(r.pid, plan.backtrace);
             let mut pids: Vec<u32> = hang::descendants(r.pid);
@@ -682,7 +701,7 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
         r.exit_code = st.code();
         let passed = r.result.as_ref().and_then(|v| v.get("passed")).and_then(|v| v.as_bool()).unwrap_or(false);
         r.stopped_at = Some(position.clone());
-        r.counts_at_stop = heartbeat;
+        r.counts_at_stop = heartbeat.clone();
         (r.outcome, r.reason) = match (st.code(), passed) {
             (Some(0), true) => (Outcome::Pass, None),
             (Some(2), _) => (Outcome::Error, Some(first_error(&stderr, st))),
@@ -699,12 +718,12 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
         };
     }
     if let Some(res) = &r.result {
-        let sim_peak = res.get("sim_peak_live").and_then(|v| v.as_u64());
-        let own_peak = res.get("peak_live").and_then(|v| v.as_u64());
-        peak = peak.max(sim_peak.or(own_peak).unwrap_or(0) as usize);
+        for key in ["sim_peak_live", "rt_peak_live"] {
+            peak = peak.max(res.get(key).and_then(|v| v.as_u64()).unwrap_or(0) as usize);
+        }
     }
     r.peak_live = (peak > 0 || r.result.is_some()).then_some(peak);
-    if let (Outcome::Hang, Some(p), Some(k)) = (r.outcome, r.stopped_at.clone(), r.counts_at_stop) {
+    if let (Outcome::Hang, Some(p), Some(k)) = (r.outcome, r.stopped_at.clone(), r.counts_at_stop.clone()) {
         r.rows.push(TimelineRow {
             config: c.label.clone(),
             run,
@@ -716,6 +735,8 @@ fn run_child(plan: &Plan<'_>, c: &Config, run: usize) -> RunResult {
             live: k.live,
             cached: k.cached,
             in_flight: k.in_flight,
+            rt_live: k.rt_live,
+            step_max: k.most(),
             sim_live: k.sim_live,
             t_s: started.elapsed().as_secs_f64(),
         });
@@ -741,8 +762,8 @@ fn first_error(stderr: &Arc<Mutex<Vec<u8>>>, st: std::process::ExitStatus) -> St
 fn table(results: &[ConfigResult]) -> String {
     let w = results.iter().map(|r| r.config.label.len()).max().unwrap_or(13).max(13);
     let mut o = String::new();
-    o.push_str(&format!("{:<w$}  run  result    {:<44}  live  peak  time\n", "configuration", "stopped at"));
-    o.push_str(&format!("{}  ---  --------  {}  ----  ----  -------\n", "-".repeat(w), "-".repeat(44)));
+    o.push_str(&format!("{:<w$}  run  result  in call  {:<44}  live  peak  time\n", "configuration", "stopped at"));
+    o.push_str(&format!("{}  ---  ------  -------  {}  ----  ----  -------\n", "-".repeat(w), "-".repeat(44)));
     for cr in results {
         if let Some(why) = &cr.rejected {
             o.push_str(&format!("{:<w$}  -    {why}\n", cr.config.label));
@@ -761,12 +782,13 @@ fn table(results: &[ConfigResult]) -> String {
                 _ => r.reason.clone().unwrap_or_default(),
             };
             let at: String = if at.chars().count() > 44 { at.chars().take(43).chain(std::iter::once('…')).collect() } else { at };
-            let live = match r.outcome {
-                Outcome::Hang => r.counts_at_stop.map_or("?".into(), |k| k.shown().to_string()),
-                _ => "-".into(),
+            let (live, call) = match (r.outcome, &r.counts_at_stop) {
+                (Outcome::Hang, Some(k)) => (k.shown().to_string(), k.calls.clone()),
+                (Outcome::Hang, None) => ("?".into(), "?".into()),
+                _ => ("-".into(), "-".into()),
             };
             let peak = r.peak_live.map_or("-".into(), |p| p.to_string());
-            o.push_str(&format!("{:<w$}  {:<3}  {res:<8}  {at:<44}  {live:<4}  {peak:<4}  {:>6.2}s\n", cr.config.label, r.run, r.elapsed_s));
+            o.push_str(&format!("{:<w$}  {:<3}  {res:<6}  {call:<7}  {at:<44}  {live:<4}  {peak:<4}  {:>6.2}s\n", cr.config.label, r.run, r.elapsed_s));
         }
     }
     o
@@ -784,8 +806,10 @@ fn render_report(out: &SweepOut) -> String {
         "limits:   a run hangs after {:.1} s without exit or {:.1} s without progress; {} runs per configuration\n",
         out.timeout_s, out.stall_s, out.runs_per_config
     ));
-    o.push_str("columns:  stopped at = the step in progress when the run stopped (cycle, position in the run order, shape);\n");
-    o.push_str("          live = handles alive during the hang (the runtime's count on the sim); peak = most handles alive\n\n");
+    o.push_str("columns:  in call = the plan calls running when the run stopped (create, destroy, exec);\n");
+    o.push_str("          stopped at = the step in progress when the run stopped (cycle, position in the run order, shape);\n");
+    o.push_str("          live = handles alive during the hang (the sim's count on the sim, else counted at the runtime boundary);\n");
+    o.push_str("          peak = the most handles alive during the run\n\n");
     let mut group = "";
     let mut by_group: Vec<(&str, Vec<ConfigResult>)> = Vec::new();
     for r in &out.configs {
@@ -830,15 +854,18 @@ fn render_report(out: &SweepOut) -> String {
         if let Some(p) = &r.stopped_at {
             o.push_str(&format!("stopped at: {} (step {} of the run, {} steps done)\n", p.describe(), p.step, r.steps_done));
         }
-        if let Some(k) = r.counts_at_stop {
+        if let Some(k) = &r.counts_at_stop {
             o.push_str(&format!(
-                "counts:     live {} (own count {}{}), cached {}, in flight {}\n",
-                k.shown(),
+                "counts:     {} handles alive at the runtime boundary{} (most since the step began {}); the {}'s own count {}, cached {}, in flight {}\n",
+                k.rt_live,
+                k.sim_live.map_or(String::new(), |s| format!(", {s} by the sim's count")),
+                k.step_max,
+                c.config.mode.name(),
                 k.live,
-                k.sim_live.map_or(String::new(), |s| format!(", runtime {s}")),
                 k.cached,
                 k.in_flight
             ));
+            o.push_str(&format!("in call:    {}\n", if k.calls == "-" { "no plan call running (stuck elsewhere)".to_string() } else { format!("plan {} running", k.calls) }));
         }
         o.push_str(&format!("time:       {:.2} s, pid {}, exit {}\n", r.elapsed_s, r.pid, r.exit_code.map_or("none (killed)".into(), |c| c.to_string())));
         if let Some(h) = &r.hang_report {
@@ -890,7 +917,8 @@ fn sweep_plot(out: &SweepOut, results: &[ConfigResult]) -> String {
     let mut notes = Vec::new();
     for cr in results {
         let Some(r) = cr.runs.first() else {
-            notes.push(format!("{}: {}", cr.config.label, cr.rejected.clone().unwrap_or_else(|| "no run".into())));
+            let why = if cr.rejected.is_some() { "rejected (capacity > ceiling), not run" } else { "not run" };
+            notes.push(format!("{}: {why}", cr.config.label));
             continue;
         };
         let points: Vec<(f64, f64)> = r.rows.iter().map(|row| (row.step as f64 + 1.0, row.plotted_live() as f64)).collect();
@@ -907,7 +935,7 @@ fn sweep_plot(out: &SweepOut, results: &[ConfigResult]) -> String {
     plot::svg(
         &format!("hipfft-pool sweep on {}: live handles per configuration (first run)", out.runtime),
         "step (shapes run)",
-        "live handles",
+        "live handles, most during each step",
         &series,
         &hlines,
         &notes,
