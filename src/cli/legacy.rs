@@ -10,24 +10,25 @@
 //!
 //! `--destroy` picks when an evicted plan is destroyed:
 //!
-//! * `deferred` (MLX's behaviour): each execution's reference is handed, with an event
-//!   recorded on the execution's stream, to a releaser thread (MLX's completion handler),
-//!   which waits for the event and then drops the reference. The cache's eviction only
-//!   drops the cache's own reference; `hipfftDestroy` runs wherever the last reference
-//!   goes: inside the miss that evicted it when the plan was idle, else on the releaser
-//!   thread after the GPU finished.
+//! * `deferred` (MLX's behaviour): each execution's reference is kept, with an event
+//!   recorded on the execution's stream after it, until that event has completed (MLX
+//!   keeps the plan's `shared_ptr` alive until the command completes). Completed
+//!   references are dropped at the next cache access (every acquire first reaps them, in
+//!   order; clearing the cache waits for all of them). The cache's eviction only drops the
+//!   cache's own reference; `hipfftDestroy` runs wherever the last reference goes: inside
+//!   the miss that evicted the plan when it was idle, else in the acquire that reaps its
+//!   last execution. Reaping on the host thread, not on a thread of its own, keeps the
+//!   counts deterministic: a run that passes passes every time.
 //! * `eager`: each execution's reference is dropped right after synchronizing its stream
 //!   (the probe synchronizes before releasing); an eviction synchronizes every stream the
 //!   cache's plans ran on and then calls `hipfftDestroy` on the evicted plan at once, in the
 //!   miss, whatever references remain (using one later is an error, never a use after free).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, unbounded};
 use hipfft_pool::buffer::{DeviceBuffer, Stream};
 use hipfft_pool::probe::{PlanSource, ProbeLease};
 use hipfft_pool::runtime::with_device;
@@ -92,7 +93,8 @@ struct Shared {
     /// Streams the cache's plans ran on (an eager eviction synchronizes them all, as the
     /// device-wide synchronization inside `hipFree` would).
     streams: Mutex<HashSet<RawStream>>,
-    releaser: Mutex<Option<Sender<(RawEvent, Held)>>>,
+    /// `deferred`: references held until the event recorded after their execution completes.
+    pending: Mutex<VecDeque<(RawEvent, Held)>>,
 }
 
 struct LegacyPlan {
@@ -141,7 +143,6 @@ pub struct LegacyCache {
     lru: Mutex<LruCache<PlanDesc, Arc<LegacyPlan>>>,
     options: PlanOptions,
     destroy: DestroyMode,
-    releaser: Option<JoinHandle<()>>,
 }
 
 impl LegacyCache {
@@ -155,37 +156,48 @@ impl LegacyCache {
             rt,
             counts: Arc::default(),
             streams: Mutex::new(HashSet::new()),
-            releaser: Mutex::new(None),
+            pending: Mutex::new(VecDeque::new()),
         });
-        let releaser = if destroy == DestroyMode::Deferred {
-            let (tx, rx) = unbounded::<(RawEvent, Held)>();
-            let rt = shared.rt.clone();
-            let t = std::thread::Builder::new()
-                .name("legacy-release".into())
-                .spawn(move || {
-                    for (event, held) in rx {
-                        if let Err(e) = rt.event_synchronize(event) {
+        Ok(LegacyCache { shared, lru: Mutex::new(LruCache::new(cap)), options, destroy })
+    }
+
+    /// Drops the references whose executions completed (all of them, waiting, if `wait`).
+    fn reap(&self, wait: bool) {
+        let rt = &*self.shared.rt;
+        loop {
+            let next = {
+                let mut q = lock(&self.shared.pending);
+                let done = match q.front() {
+                    None => return,
+                    Some((ev, _)) if wait => {
+                        if let Err(e) = rt.event_synchronize(*ev) {
                             tracing::warn!(error = %e, "legacy cache: event synchronize failed");
                         }
-                        drop(held);
-                        let _ = rt.event_destroy(event);
+                        true
                     }
-                })
-                .map_err(|e| Error::Internal(format!("cannot start the legacy releaser thread: {e}")))?;
-            *lock(&shared.releaser) = Some(tx);
-            Some(t)
-        } else {
-            None
-        };
-        Ok(LegacyCache { shared, lru: Mutex::new(LruCache::new(cap)), options, destroy, releaser })
+                    Some((ev, _)) => rt.event_query(*ev).unwrap_or(true),
+                };
+                if !done {
+                    return;
+                }
+                q.pop_front()
+            };
+            // Dropped outside the lock: the last reference destroys the plan here.
+            if let Some((ev, held)) = next {
+                drop(held);
+                let _ = rt.event_destroy(ev);
+            }
+        }
     }
 
     pub fn counts(&self) -> Arc<LegacyCounts> {
         self.shared.counts.clone()
     }
 
-    /// Drops every cached plan (the cache's destructor at exit) and waits for the releaser.
+    /// Drops every cached plan (the cache's destructor at exit), once every execution's
+    /// reference has been released.
     pub fn clear(&mut self) {
+        self.reap(true);
         let plans: Vec<Arc<LegacyPlan>> = {
             let mut lru = lock(&self.lru);
             let v = std::iter::from_fn(|| lru.pop_lru().map(|(_, p)| p)).collect();
@@ -196,10 +208,6 @@ impl LegacyCache {
             self.sync_streams();
         }
         drop(plans);
-        drop(lock(&self.shared.releaser).take());
-        if let Some(t) = self.releaser.take() {
-            let _ = t.join();
-        }
     }
 
     fn sync_streams(&self) {
@@ -236,6 +244,7 @@ impl PlanSource for LegacyCache {
             c.in_flight.fetch_add(1, Ordering::SeqCst);
             LegacyLease { held: Held(p), destroy: self.destroy }
         };
+        self.reap(false);
         if let Some(p) = lock(&self.lru).get(desc) {
             c.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(lease(p.clone()));
@@ -306,34 +315,20 @@ impl ProbeLease for LegacyLease {
         }
         let shared = held.0.shared.clone();
         let rt = &*shared.rt;
-        let handed = (|| {
-            let event = rt.event_create()?;
-            if let Err(e) = rt.event_record(event, stream.raw()) {
-                let _ = rt.event_destroy(event);
-                return Err(e);
-            }
-            Ok(event)
-        })();
-        match handed {
-            Ok(event) => match lock(&shared.releaser).as_ref() {
-                Some(tx) => {
-                    if let Err(back) = tx.send((event, held)) {
-                        let (event, held) = back.into_inner();
-                        let r = stream.synchronize();
-                        drop(held);
-                        let _ = rt.event_destroy(event);
-                        return r;
-                    }
-                    Ok(())
-                }
-                None => {
-                    let r = stream.synchronize();
-                    drop(held);
-                    let _ = rt.event_destroy(event);
-                    r
-                }
-            },
+        let event = rt.event_create().and_then(|ev| match rt.event_record(ev, stream.raw()) {
+            Ok(()) => Ok(ev),
             Err(e) => {
+                let _ = rt.event_destroy(ev);
+                Err(e)
+            }
+        });
+        match event {
+            Ok(ev) => {
+                lock(&shared.pending).push_back((ev, held));
+                Ok(())
+            }
+            Err(e) => {
+                // No event to wait for: wait for the stream, then let go.
                 let _ = stream.synchronize();
                 drop(held);
                 Err(e)
