@@ -165,7 +165,12 @@ fn one_shape_repeated_never_hangs() {
 #[test]
 fn the_hang_report_names_the_blocked_pipe_read() {
     let dir = scratch("report");
-    let s = sweep(&dir, &["--mode", "legacy", "--capacities", "16", "--runs", "1", "--backtrace", "auto"]);
+    let logs = dir.join("logs");
+    let cache = dir.join("rtc.db");
+    let s = sweep(
+        &dir,
+        &["--mode", "legacy", "--capacities", "16", "--runs", "1", "--backtrace", "auto", "--rocfft-log", logs.to_str().unwrap(), "--rtc-cache", cache.to_str().unwrap(), "--rtc-process", "1"],
+    );
     assert_eq!(s.code, 1);
     let r = &runs(by_label(&s.json, "legacy cap=16"))[0];
     let h = &r["hang_report"];
@@ -196,6 +201,20 @@ fn the_hang_report_names_the_blocked_pipe_read() {
     }
     assert_eq!(h["descendants"].as_array().unwrap().len(), 0, "the sim starts no helper process");
     assert!(s.report.contains("child processes: none"));
+    // The rocFFT variables reached the child (read back from its /proc environ).
+    let env: Vec<&str> = h["process"]["env"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let run_dir = logs.join("legacy_cap=16").join("run1");
+    assert!(run_dir.is_dir(), "a log directory per configuration and run");
+    for want in [
+        format!("ROCFFT_RTC_CACHE_PATH={}", cache.display()),
+        "ROCFFT_RTC_PROCESS=1".to_string(),
+        "ROCFFT_LAYER=43".to_string(),
+        format!("ROCFFT_LOG_TRACE_PATH={}", run_dir.join("trace.log").display()),
+        format!("ROCFFT_LOG_RTC_PATH={}", run_dir.join("rtc.log").display()),
+        "HIPFFT_POOL_SIM_BLOCK_ABOVE_LIVE=12".to_string(),
+    ] {
+        assert!(env.contains(&want.as_str()), "{want} not in the child's environment: {env:?}");
+    }
 }
 
 fn hipfft_on_path(tool: &str) -> bool {

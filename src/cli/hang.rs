@@ -58,6 +58,9 @@ pub struct ProcInfo {
     pub ppid: u32,
     pub comm: String,
     pub cmdline: String,
+    /// The variables that steer the GPU stack (ROCFFT_*, HIP*, HSA_*, AMD_*, GPU_*, CUDA_*,
+    /// HIPFFT_POOL_*, MLX_*), from /proc/PID/environ.
+    pub env: Vec<String>,
     pub threads: Vec<ThreadInfo>,
 }
 
@@ -110,11 +113,22 @@ fn proc_info(pid: u32) -> ProcInfo {
             }
         })
         .collect();
+    const PREFIXES: [&str; 8] = ["ROCFFT_", "HIP", "HSA_", "AMD_", "GPU_", "CUDA_", "HIPFFT_POOL_", "MLX_"];
+    let mut env: Vec<String> = std::fs::read(base.join("environ"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .filter(|kv| PREFIXES.iter().any(|p| kv.starts_with(p)))
+                .collect()
+        })
+        .unwrap_or_default();
+    env.sort();
     ProcInfo {
         pid,
         ppid: status_field(&status, "PPid:").parse().unwrap_or(0),
         comm: read_trim(base.join("comm")),
         cmdline,
+        env,
         threads,
     }
 }
@@ -327,6 +341,9 @@ impl HangReport {
         let mut o = String::new();
         let p = &self.process;
         o.push_str(&format!("process {} ({}) {}\n", p.pid, p.comm, p.cmdline));
+        if !p.env.is_empty() {
+            o.push_str(&format!("environment: {}\n", p.env.join(" ")));
+        }
         if !self.blocked_in_pipe_read.is_empty() {
             o.push_str("blocked in a pipe read:\n");
             for b in &self.blocked_in_pipe_read {

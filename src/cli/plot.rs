@@ -90,9 +90,11 @@ pub struct HLine {
     pub color: &'static str,
 }
 
-/// Colours that stay apart for up to ten lines (Tableau 10).
-const PALETTE: [&str; 10] =
-    ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+/// Colours that stay apart: Tableau 10, then ten darker ones; past twenty, lines are dashed.
+const PALETTE: [&str; 20] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#08306b", "#7f2704", "#00441b", "#67000d", "#3f007d", "#000000", "#ae017e", "#6b6b00", "#005f73", "#525252",
+];
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -170,7 +172,7 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines:
         let color = PALETTE[i % PALETTE.len()];
         let pts: Vec<String> = s.points.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y))).collect();
         let width = if series.len() > 1 { 5.5 - 3.7 * i as f64 / (series.len() - 1) as f64 } else { 2.0 };
-        let dash = if s.dashed { r#" stroke-dasharray="5 3""# } else { "" };
+        let dash = if s.dashed || i >= PALETTE.len() { r#" stroke-dasharray="5 3""# } else { "" };
         let _ = writeln!(
             o,
             r#"<polyline fill="none" stroke="{color}" stroke-width="{width:.2}" stroke-linejoin="round"{dash} points="{}"><title>{}</title></polyline>"#,

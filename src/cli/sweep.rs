@@ -404,7 +404,7 @@ fn verdict(c: &Config, runs: &[RunResult]) -> (String, String) {
     let (pass, hang, fail, error) = (count(Outcome::Pass), count(Outcome::Hang), count(Outcome::Fail), count(Outcome::Error));
     let peak = runs.iter().filter_map(|r| r.peak_live).max();
     if pass == n {
-        let peak = peak.map_or(String::new(), |p| format!(", at most {p} handles live"));
+        let peak = peak.map_or(String::new(), |p| format!(", at most {p} handle{} live", if p == 1 { "" } else { "s" }));
         return ("passed".into(), format!("{}: passed {n} of {n} runs{peak}", c.label));
     }
     if hang == n {
@@ -909,7 +909,34 @@ fn observations(configs: &[ConfigResult]) -> Vec<String> {
             }
         }
     }
+    // Where the limit lies: the live count of every hang, and the call it hung in.
+    let hangs: Vec<&RunResult> = configs.iter().flat_map(|c| c.runs.iter()).filter(|r| r.outcome == Outcome::Hang).collect();
+    let live: BTreeSet<usize> = hangs.iter().filter_map(|r| r.counts_at_stop.as_ref().map(|k| k.shown())).collect();
+    let calls: BTreeSet<&str> = hangs.iter().filter_map(|r| r.counts_at_stop.as_ref().map(|k| k.calls.as_str())).collect();
+    if live.len() == 1 && calls.len() == 1 && calls.contains("create") {
+        let n = *live.iter().next().expect("one");
+        out.push(format!(
+            "every hang ({}) was a plan creation with {n} handles alive counting the one being made: the device stops at {} live plans; a pool with --ceiling {} or less stays below it",
+            hangs.len(),
+            n - 1,
+            n - 1
+        ));
+    } else if !hangs.is_empty() {
+        let live = live.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+        out.push(format!("hangs had {live} handles alive, in plan calls: {}", calls.into_iter().collect::<Vec<_>>().join(", ")));
+    }
+    if calls_any(&hangs, "destroy") {
+        out.push("a hang inside a plan destroy: the case the original block was traced to (hipFree inside hipfftDestroy waiting in a device-wide synchronization); see docs/investigation.md".into());
+    }
+    let passed_controls: Vec<&ConfigResult> = configs.iter().filter(|c| c.config.repeat.is_some() && c.verdict == "passed").collect();
+    for c in passed_controls {
+        out.push(format!("{}: the single-shape control passed (one plan, reused): repetition alone does not hang", c.config.label));
+    }
     out
+}
+
+fn calls_any(hangs: &[&RunResult], call: &str) -> bool {
+    hangs.iter().any(|r| r.counts_at_stop.as_ref().is_some_and(|k| k.calls.contains(call)))
 }
 
 fn sweep_plot(out: &SweepOut, results: &[ConfigResult]) -> String {
