@@ -203,7 +203,8 @@ pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines:
     let mut ly = top + 8.0;
     for (i, s) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
-        let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{color}" stroke-width="3"/>"#, lx + 22.0);
+        let dash = if s.dashed || i >= PALETTE.len() { r#" stroke-dasharray="5 3""# } else { "" };
+        let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{color}" stroke-width="3"{dash}/>"#, lx + 22.0);
         let tag = if s.hung { " (hung)" } else { "" };
         let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}">{}{}</text>"#, lx + 28.0, ly + 4.0, esc(&s.label), tag);
         ly += 18.0;

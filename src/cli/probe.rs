@@ -216,8 +216,11 @@ pub fn rocfft_env(exp: &ExperimentArgs, log_dir: Option<&Path>) -> std::io::Resu
     Ok(env)
 }
 
+/// A runtime, and the simulated one behind it when it is the sim.
+pub type Opened = (Arc<dyn Runtime>, Option<Arc<SimRuntime>>);
+
 /// The runtime, and the simulated one behind it when it is the sim (for its live count).
-pub fn open_runtime(choice: RuntimeChoice) -> Result<(Arc<dyn Runtime>, Option<Arc<SimRuntime>>)> {
+pub fn open_runtime(choice: RuntimeChoice) -> Result<Opened> {
     let sim = || {
         let s = Arc::new(SimRuntime::from_env());
         (s.clone() as Arc<dyn Runtime>, Some(s))
