@@ -283,6 +283,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if let Some(i) = a.exp.repeat_shape.filter(|&i| i >= shapes.len()) {
         return Err(bad("--repeat-shape", format!("{i} is past the last shape ({} shapes, numbered from 0)", shapes.len())));
     }
+    std::fs::write(&a.report, "(the sweep is starting)\n").map_err(|e| bad("--report", format!("cannot write {}: {e}", a.report.display())))?;
     let exe = std::env::current_exe().map_err(|e| bad("sweep", format!("cannot find this program to run its probe: {e}")))?;
     let bar = if a.no_progress || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
@@ -320,6 +321,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         plan.bar.set_length((configs.iter().filter(|c| c.rejection().is_none()).count() * a.runs * steps_per_run(&plan)) as u64);
         for c in configs {
             results.push(run_config(&plan, c));
+            checkpoint(&plan, &results, &notes);
         }
     }
     plan.bar.finish_and_clear();
@@ -341,15 +343,16 @@ fn investigation(plan: &Plan<'_>, results: &mut Vec<ConfigResult>, notes: &mut V
     let max_cap = *caps.iter().max().expect("checked non-empty");
     let n = plan.shapes.len() * a.exp.cycles;
     let d = DestroyMode::Deferred;
-    let add = |plan: &Plan<'_>, results: &mut Vec<ConfigResult>, configs: Vec<Config>| {
+    let add = |plan: &Plan<'_>, results: &mut Vec<ConfigResult>, configs: Vec<Config>, notes: &[String]| {
         plan.bar.inc_length((configs.len() * a.runs * n) as u64);
         for c in configs {
             results.push(run_config(plan, c));
+            checkpoint(plan, results, notes);
         }
     };
     // 1. The original table: the legacy cache at each capacity.
     let table: Vec<Config> = caps.iter().map(|&c| Config::with("1 capacity table (legacy)", Mode::Legacy, c, None, "forward", d, false, None)).collect();
-    add(plan, results, table);
+    add(plan, results, table, notes);
     let hung_caps: Vec<usize> = results.iter().filter(|r| r.verdict != "passed").map(|r| r.config.capacity).collect();
     let passed_caps: Vec<usize> = results.iter().filter(|r| r.verdict == "passed").map(|r| r.config.capacity).collect();
     let probe_cap = hung_caps.iter().copied().min().unwrap_or(max_cap);
@@ -358,17 +361,18 @@ fn investigation(plan: &Plan<'_>, results: &mut Vec<ConfigResult>, notes: &mut V
     }
     // 2. Reordering: does the hang follow a shape or a count?
     let reorder = ["reverse", "shuffle:1"].iter().map(|o| Config::with("2 reordering (legacy)", Mode::Legacy, probe_cap, None, o, d, false, None)).collect();
-    add(plan, results, reorder);
+    add(plan, results, reorder, notes);
     // 3. The single-shape control: one plan, reused.
     let repeat = Some((0, 60));
     plan.bar.inc_length((a.runs * 60 * a.exp.cycles) as u64);
     results.push(run_config(plan, Config::with("3 single-shape control (legacy)", Mode::Legacy, max_cap, None, "forward", d, false, repeat)));
+    checkpoint(plan, results, notes);
     // 4 and 5. Destroy at once; the library's own work areas.
     let variants = vec![
         Config::with("4 eager destroy (legacy)", Mode::Legacy, probe_cap, None, "forward", DestroyMode::Eager, false, None),
         Config::with("5 auto-allocation (legacy)", Mode::Legacy, probe_cap, None, "forward", d, true, None),
     ];
-    add(plan, results, variants);
+    add(plan, results, variants, notes);
     // 6. The pool under a ceiling.
     let ceiling = a.ceiling.or_else(|| passed_caps.iter().copied().max());
     match ceiling {
@@ -379,7 +383,7 @@ fn investigation(plan: &Plan<'_>, results: &mut Vec<ConfigResult>, notes: &mut V
             let mut configs: Vec<Config> =
                 pool_caps.iter().map(|&c| Config::with("6 pool under a ceiling", Mode::Pool, c, Some(ceil), "forward", d, false, None)).collect();
             configs.push(Config::with("6 pool under a ceiling", Mode::Pool, ceil, Some(ceil), "forward", DestroyMode::Eager, false, None));
-            add(plan, results, configs);
+            add(plan, results, configs, notes);
         }
     }
 }
@@ -969,7 +973,7 @@ fn sweep_plot(out: &SweepOut, results: &[ConfigResult]) -> String {
     )
 }
 
-fn finish(plan: &Plan<'_>, results: Vec<ConfigResult>, notes: Vec<String>) -> Result<ExitCode> {
+fn summarize(plan: &Plan<'_>, results: &[ConfigResult], notes: &[String]) -> SweepOut {
     let a = plan.args;
     let all_runs = || results.iter().flat_map(|c| c.runs.iter());
     let hung = all_runs().any(|r| r.outcome == Outcome::Hang);
@@ -984,7 +988,7 @@ fn finish(plan: &Plan<'_>, results: Vec<ConfigResult>, notes: Vec<String>) -> Re
     };
     let block = all_runs().find_map(|r| r.block_above);
     let runtime = all_runs().find_map(|r| r.result.as_ref()?.get("runtime")?.as_str().map(str::to_string)).unwrap_or_else(|| a.exp.runtime.clone());
-    let out = SweepOut {
+    SweepOut {
         version: env!("CARGO_PKG_VERSION"),
         runtime,
         command: std::env::args().collect(),
@@ -992,12 +996,24 @@ fn finish(plan: &Plan<'_>, results: Vec<ConfigResult>, notes: Vec<String>) -> Re
         stall_s: plan.stall.as_secs_f64(),
         runs_per_config: a.runs,
         sim_block_above_live: block,
-        configs: results.clone(),
+        configs: results.to_vec(),
         hung,
         exit_code: code,
         report: a.report.display().to_string(),
-        notes,
-    };
+        notes: notes.to_vec(),
+    }
+}
+
+/// Rewrites the report with what is done so far, so an interrupted sweep leaves one.
+fn checkpoint(plan: &Plan<'_>, results: &[ConfigResult], notes: &[String]) {
+    let text = render_report(&summarize(plan, results, notes));
+    let _ = std::fs::write(&plan.args.report, format!("(partial: the sweep was still running; {} configurations done)\n{text}", results.len()));
+}
+
+fn finish(plan: &Plan<'_>, results: Vec<ConfigResult>, notes: Vec<String>) -> Result<ExitCode> {
+    let a = plan.args;
+    let out = summarize(plan, &results, &notes);
+    let code = out.exit_code;
     let text = render_report(&out);
     std::fs::write(&a.report, &text).map_err(|e| bad("--report", format!("cannot write {}: {e}", a.report.display())))?;
     if let Some(p) = &a.timeline {
