@@ -39,10 +39,14 @@ struct Swept {
 
 /// `sweep --runtime sim --json` with short limits; the report goes to `dir`.
 fn sweep(dir: &Path, args: &[&str]) -> Swept {
+    sweep_with(dir, args, &[])
+}
+
+fn sweep_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Swept {
     let report = dir.join("report.txt");
     let mut all = vec!["sweep", "--runtime", "sim", "--json", "--timeout", "20", "--stall", "2", "--report", report.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = command(&all).output().expect("run the sweep");
+    let out = command(&all).envs(env.iter().copied()).output().expect("run the sweep");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json: Value = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("--json is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr)));
@@ -191,9 +195,10 @@ fn the_hang_report_names_the_blocked_pipe_read() {
         assert!(bt.contains("read"), "{bt}");
         assert!(bt.contains("hipfft_pool::sim::block::Blocker::block"), "{bt}");
         assert!(bt.contains("plan_create"), "{bt}");
-        let frames = main["top_frames"].as_array().unwrap();
-        assert!(frames.first().unwrap().as_str().unwrap().contains("read"), "{frames:?}");
-        assert!(frames.last().unwrap().as_str().unwrap().contains("Blocker::block"), "{frames:?}");
+        let frames: Vec<&str> = main["top_frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+        assert!(frames[0].contains("read"), "{frames:?}");
+        assert!(frames.iter().any(|f| f.contains("Blocker::block")), "{frames:?}");
+        assert!(frames.iter().any(|f| f.contains("create_plan")), "{frames:?}");
         assert!(s.report.contains("gdb backtrace (thread apply all bt):"));
         assert!(blocked[0].as_str().unwrap().contains("Blocker::block"), "{blocked:?}");
     } else {
@@ -215,6 +220,23 @@ fn the_hang_report_names_the_blocked_pipe_read() {
     ] {
         assert!(env.contains(&want.as_str()), "{want} not in the child's environment: {env:?}");
     }
+}
+
+#[test]
+fn a_destroy_that_blocks_is_named() {
+    // The original block's signature: hipfftDestroy never returning. Every destroy blocks.
+    let dir = scratch("destroy");
+    let s = sweep_with(&dir, &["--mode", "legacy,pool", "--capacities", "8", "--runs", "1", "--backtrace", "proc"], &[("HIPFFT_POOL_SIM_BLOCK_DESTROY", "1")]);
+    assert_eq!(s.code, 1);
+    for label in ["legacy cap=8", "pool cap=8 ceil=8"] {
+        let r = &runs(by_label(&s.json, label))[0];
+        assert_eq!(r["outcome"], "hang", "{}", brief(&s.report));
+        assert_eq!(r["counts_at_stop"]["calls"], "destroy", "{r}");
+        // The first eviction: the 9th distinct shape.
+        assert_eq!(r["stopped_at"]["pos"], 8, "{r}");
+    }
+    assert!(s.report.contains("a hang inside a plan destroy: the case the original block was traced to"), "{}", brief(&s.report));
+    assert!(s.report.lines().any(|l| l.starts_with("pool cap=8 ceil=8 ") && l.contains(" HANG    destroy ")), "{}", brief(&s.report));
 }
 
 fn hipfft_on_path(tool: &str) -> bool {

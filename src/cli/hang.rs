@@ -48,7 +48,7 @@ pub struct ThreadInfo {
     /// The kernel stack (root only; empty where the kernel does not expose it).
     pub stack: String,
     /// gdb's innermost frames of this thread, down to the first one outside libc and the
-    /// Rust standard library (the code that made the blocking call).
+    /// Rust standard library (the code that made the blocking call) and two callers of it.
     pub top_frames: Vec<String>,
 }
 
@@ -299,7 +299,8 @@ fn attach_frames(r: &mut HangReport) {
     let threads = gdb_threads(bt);
     for t in &mut r.process.threads {
         if let Some((_, frames)) = threads.iter().find(|(lwp, _)| *lwp == t.tid) {
-            let cut = frames.iter().position(|f| !is_library_frame(f)).map_or(frames.len().min(6), |i| i + 1);
+            // Down to the first frame of the code that made the call, and its two callers.
+            let cut = frames.iter().position(|f| !is_library_frame(f)).map_or(frames.len().min(6), |i| i + 3);
             t.top_frames = frames.iter().take(cut.min(12)).map(|f| short_frame(f)).collect();
         }
     }
@@ -313,8 +314,8 @@ fn pipe_readers(r: &HangReport) -> Vec<String> {
         }
         if t.wchan.contains("pipe") || t.stack.contains("pipe_read") {
             let mut s = format!("thread {} {}: wchan {}", t.tid, t.comm, t.wchan);
-            if let Some(caller) = t.top_frames.last() {
-                s.push_str(&format!("; {} frames: {} ... {caller}", t.top_frames.len(), t.top_frames[0]));
+            if let Some(caller) = t.top_frames.iter().find(|f| !is_library_frame(f)) {
+                s.push_str(&format!("; {} called from {caller}", t.top_frames[0]));
             }
             out.push(s);
         }
