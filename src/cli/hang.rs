@@ -341,6 +341,10 @@ impl HangReport {
     pub fn render(&self) -> String {
         let mut o = String::new();
         let p = &self.process;
+        if p.threads.is_empty() && p.comm.is_empty() {
+            o.push_str(&format!("process {}: not inspected ({})\n", p.pid, self.gdb_note.as_deref().unwrap_or("gone before it could be read")));
+            return o;
+        }
         o.push_str(&format!("process {} ({}) {}\n", p.pid, p.comm, p.cmdline));
         if !p.env.is_empty() {
             o.push_str(&format!("environment: {}\n", p.env.join(" ")));

@@ -112,8 +112,12 @@ fn nice_step(span: f64, target: f64) -> f64 {
 /// The chart: one `<polyline>` per series (and no other polylines), one dashed `<line>` per
 /// reference line, a legend on the right. A hung series ends in a red cross.
 pub fn svg(title: &str, x_label: &str, y_label: &str, series: &[Series], hlines: &[HLine], notes: &[String]) -> String {
-    let (w, h) = (1000.0f64, 560.0f64);
-    let (left, right, top, bottom) = (70.0, 290.0, 50.0, 60.0);
+    // The legend's width follows its longest label (about 7 px a character at 12 px).
+    let longest = series.iter().map(|s| s.label.chars().count() + if s.hung { 7 } else { 0 }).chain(hlines.iter().map(|l| l.label.chars().count())).max().unwrap_or(10);
+    let right = (70.0 + 7.2 * longest as f64).max(290.0);
+    let h = 560.0f64;
+    let (left, top, bottom) = (70.0, 50.0, 60.0);
+    let w = left + 640.0 + right;
     let (pw, ph) = (w - left - right, h - top - bottom);
     let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0f64, f64::max);
     let y_max = series

@@ -864,7 +864,10 @@ fn render_report(out: &SweepOut) -> String {
                 k.rt_live,
                 k.sim_live.map_or(String::new(), |s| format!(", {s} by the sim's count")),
                 k.step_max,
-                c.config.mode.name(),
+                match c.config.mode {
+                    Mode::Pool => "pool",
+                    Mode::Legacy => "legacy cache",
+                },
                 k.live,
                 k.cached,
                 k.in_flight
@@ -895,7 +898,7 @@ fn observations(configs: &[ConfigResult]) -> Vec<String> {
         for b in &configs[i + 1..] {
             let (ca, cb) = (&a.config, &b.config);
             let same = ca.mode == cb.mode && ca.capacity == cb.capacity && ca.ceiling == cb.ceiling && ca.destroy == cb.destroy && ca.auto_alloc == cb.auto_alloc && ca.repeat == cb.repeat && ca.repeat.is_none();
-            if !same || ca.order == cb.order {
+            if !same || ca.order == cb.order || (ca.order != "forward" && cb.order != "forward") {
                 continue;
             }
             if let (Some(pa), Some(pb)) = (hung_at(a), hung_at(b)) {
