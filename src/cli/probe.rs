@@ -131,6 +131,10 @@ pub struct ProbeArgs {
     /// The configuration name written in the timeline.
     #[arg(long, hide = true)]
     pub label: Option<String>,
+    /// Serve the pool's Prometheus text on this loopback address while the probe runs
+    /// (`curl http://127.0.0.1:PORT/metrics`; `/metrics.json` for JSON). Pool mode only.
+    #[arg(long, value_name = "127.0.0.1:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -508,12 +512,21 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
     let sim_live = || sim.as_ref().map(|s| s.live_handles());
     let (driven, stats, ceiling, problem) = match config {
         Some(config) => {
-            let pool = PlanPool::new(config, rt.clone())?;
+            let pool = std::sync::Arc::new(PlanPool::new(config, rt.clone())?);
+            let _server = match &a.metrics_addr {
+                Some(addr) => {
+                    let server = hipfft_pool::serve::MetricsServer::start(addr, &pool)?;
+                    eprintln!("hipfft-pool: serving metrics on http://{}/metrics", server.addr());
+                    Some(server)
+                }
+                None => None,
+            };
+            let pool = &*pool;
             let sample = || {
                 let m = pool.metrics();
                 Counts { live: m.live, cached: m.cached, in_flight: m.in_flight, sim_live: sim_live() }
             };
-            let driven = drive(&pool, &sample, &plan_counts, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
+            let driven = drive(pool, &sample, &plan_counts, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
             let report = pool.shutdown();
             let m = pool.metrics();
             let problem = (!report.still_leased.is_empty())
