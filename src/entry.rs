@@ -102,10 +102,16 @@ impl Core {
         entry.dev.ceiling.release();
     }
 
-    /// Destroys a retired plan whose last lease went, removing it from the retired set.
+    /// Destroys a retired plan whose last lease went, then removes it from the retired set.
+    /// Only then: `shutdown` waits for the set to empty, and must not return while the
+    /// destroy is still in progress. (The handle may have been reused by a plan retired
+    /// since; only this entry is removed.)
     pub(crate) fn destroy_retired(&self, entry: Arc<PlanEntry>) {
-        lock(&self.retired).remove(&entry.plan);
         self.destroy(&entry);
+        let mut retired = lock(&self.retired);
+        if retired.get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+            retired.remove(&entry.plan);
+        }
     }
 }
 

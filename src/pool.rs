@@ -18,7 +18,7 @@ use dashmap::DashMap;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
-use crate::ceiling::LiveCeiling;
+use crate::ceiling::{LiveCeiling, Waiting};
 use crate::clock::stamp;
 use crate::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
@@ -28,7 +28,7 @@ use crate::lease::Lease;
 use crate::lease_state::{Evicted, LeaseState};
 use crate::metrics::{Counters, MetricsSnapshot};
 use crate::runtime::{PlanOptions, Runtime, with_device};
-use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, lock};
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 use crate::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
@@ -112,45 +112,14 @@ impl ThrashDetector {
 }
 
 /// One creation that concurrent misses on the same key wait for.
-struct Flight {
-    result: Mutex<Option<Result<Arc<PlanEntry>>>>,
-    cond: Condvar,
-}
-
-impl Flight {
-    fn new() -> Self {
-        Flight { result: Mutex::new(None), cond: Condvar::new() }
-    }
-
-    fn finish(&self, r: Result<Arc<PlanEntry>>) {
-        *lock(&self.result) = Some(r);
-        self.cond.notify_all();
-    }
-
-    /// `None` when the deadline passed first.
-    fn wait(&self, deadline: Instant) -> Option<Result<Arc<PlanEntry>>> {
-        let mut g = lock(&self.result);
-        loop {
-            if let Some(r) = g.as_ref() {
-                return Some(r.clone());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            g = match self.cond.wait_timeout(g, deadline - now) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        }
-    }
-}
+type Flight = crate::flight::Flight<Result<Arc<PlanEntry>>>;
 
 enum Step {
     Retry,
     Join(Arc<Flight>),
     Create(Arc<Flight>),
     Destroy(Arc<PlanEntry>),
+    DestroyRetired(Arc<PlanEntry>),
     Wait,
 }
 
@@ -316,6 +285,8 @@ impl PlanPool {
         let deadline = started + self.acquire_timeout;
         let mut flushed = false;
         let mut waited = false;
+        // Held from the first time there was nothing to do (see `Step::Wait`).
+        let mut registered: Option<Waiting<'_>> = None;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -348,8 +319,7 @@ impl PlanPool {
                     Step::Create(f)
                 } else if let Ok(e) = self.retire_rx.try_recv() {
                     // A retired plan whose last lease went: destroy it here, not later.
-                    lock(&self.core.retired).remove(&e.plan);
-                    Step::Destroy(e)
+                    Step::DestroyRetired(e)
                 } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
                     Step::Destroy(e)
                 } else {
@@ -360,10 +330,12 @@ impl PlanPool {
                 Step::Retry => continue,
                 Step::Create(flight) => {
                     miss_once(c);
+                    drop(registered.take());
                     return self.create(desc, flight, &dev);
                 }
                 Step::Join(flight) => {
                     miss_once(c);
+                    drop(registered.take());
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
                             if entry.state.try_lease() {
@@ -377,7 +349,16 @@ impl PlanPool {
                     }
                 }
                 Step::Destroy(entry) => self.core.destroy(&entry),
+                Step::DestroyRetired(entry) => self.core.destroy_retired(entry),
                 Step::Wait => {
+                    if registered.is_none() {
+                        // Register as a waiter, then look once more before sleeping: a plan
+                        // that goes idle after a registered look bumps the epoch, but one
+                        // that went idle between an unregistered look and the wait would
+                        // signal nobody, and the miss would sleep out its whole timeout.
+                        registered = Some(dev.ceiling.register());
+                        continue;
+                    }
                     if !flushed {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
@@ -430,10 +411,10 @@ impl PlanPool {
             with_device(rt, desc.device, || rt.plan_create(desc, options))
         };
         c.create_latency.record(started.elapsed());
-        c.creating.fetch_sub(1, Ordering::SeqCst);
         let created = match made {
             Ok(c) => c,
             Err(e) => {
+                c.creating.fetch_sub(1, Ordering::SeqCst);
                 Counters::bump(&c.create_failures);
                 self.core.live_down(dev);
                 dev.ceiling.release();
@@ -472,12 +453,16 @@ impl PlanPool {
             inner.shut_down
         };
         if shut_down {
-            // Never cached: retire it, and our own release hands it to the destroyer.
+            // Retired before it stops counting as `creating`, so that `shutdown` (which
+            // reads `creating` first, then the retired set) always sees it in one of them.
+            // Never cached: our own release below hands it to the destroyer.
             self.retire(&entry);
+            c.creating.fetch_sub(1, Ordering::SeqCst);
             flight.finish(Err(Error::ShutDown));
             drop(Lease { entry });
             return Err(Error::ShutDown);
         }
+        c.creating.fetch_sub(1, Ordering::SeqCst);
         flight.finish(Ok(entry.clone()));
         for v in &victims {
             self.core.destroy(v);
