@@ -36,3 +36,4 @@ pub mod buffer;
 pub mod probe;
 pub mod select;
 pub mod export;
+pub mod ffi;
