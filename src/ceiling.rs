@@ -51,6 +51,13 @@ impl LiveCeiling {
         GLOBAL.get_or_init(|| LiveCeiling::new(limit)).clone()
     }
 
+    /// The process-wide ceiling of one device, for pools that split the ceiling per device.
+    /// The first caller for a device sets its limit.
+    pub fn process_wide_for_device(device: i32, limit: usize) -> Arc<Self> {
+        static PER_DEVICE: OnceLock<parking_lot::Mutex<std::collections::HashMap<i32, Arc<LiveCeiling>>>> = OnceLock::new();
+        PER_DEVICE.get_or_init(Default::default).lock().entry(device).or_insert_with(|| LiveCeiling::new(limit)).clone()
+    }
+
     pub fn limit(&self) -> usize {
         self.limit
     }

@@ -42,7 +42,7 @@ pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), Relea
     let event = match recorded {
         Ok(e) => e,
         Err(error) => {
-            Counters::bump(&core.counters.event_failures);
+            Counters::bump(&lease.entry.dev.counters.event_failures);
             return Err(ReleaseAfterError { error, lease });
         }
     };
@@ -103,7 +103,7 @@ fn poll(p: &PendingRelease) -> bool {
     let fired = with_device(rt, device, || match rt.event_query(p.event) {
         Ok(done) => Ok(done),
         Err(err) => {
-            Counters::bump(&core.counters.event_failures);
+            Counters::bump(&e.dev.counters.event_failures);
             tracing::warn!(error = %err, plan = ?e.plan, "event query failed; synchronizing the event instead");
             if let Err(err) = rt.event_synchronize(p.event) {
                 tracing::error!(error = %err, plan = ?e.plan, "event synchronize failed; releasing the lease anyway (the device is in error)");

@@ -4,7 +4,8 @@
 //! budget, runtime `auto`. Environment (read by `from_env()`), highest precedence first:
 //! `HIPFFT_POOL_CAPACITY`, then `MLX_ROCM_FFT_CACHE_SIZE` (so MLX's knob keeps working);
 //! `HIPFFT_POOL_LIVE_CEILING` (default: the capacity); `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`;
-//! `HIPFFT_POOL_WORK_AREA_BUDGET` (bytes); `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`).
+//! `HIPFFT_POOL_WORK_AREA_BUDGET` (bytes); `HIPFFT_POOL_WATCHDOG_MS` (default 10000);
+//! `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`).
 //! A value that is not a whole number in range keeps the default, with a one-line warning
 //! naming the variable and the value. The builder rejects capacity > ceiling; `from_env()`
 //! clamps the capacity to the ceiling with a warning instead, since a drop-in user cannot
@@ -20,6 +21,7 @@ use crate::runtime::PlanOptions;
 pub const DEFAULT_CAPACITY: usize = 128;
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_WATCHDOG_THRESHOLD: Duration = Duration::from_secs(10);
 
 /// Upper bounds for values from the environment (a typo like `1000000000` is caught).
 const MAX_PLANS: u64 = 1 << 20;
@@ -65,6 +67,8 @@ pub enum CeilingScope {
     ProcessWide,
     /// An explicit ceiling, shared with whoever else holds it.
     Shared(Arc<LiveCeiling>),
+    /// A process-wide ceiling per device, each of `live_ceiling` handles.
+    PerDevice,
 }
 
 #[derive(Clone, Debug)]
@@ -82,6 +86,8 @@ pub struct PoolConfig {
     pub plan_options: PlanOptions,
     /// How long shutdown waits for outstanding leases.
     pub shutdown_timeout: Duration,
+    /// A runtime call running longer than this is reported (`HIPFFT_POOL_WATCHDOG_MS`).
+    pub watchdog_threshold: Duration,
 }
 
 impl Default for PoolConfig {
@@ -95,6 +101,7 @@ impl Default for PoolConfig {
             runtime: RuntimeChoice::Auto,
             plan_options: PlanOptions::default(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            watchdog_threshold: DEFAULT_WATCHDOG_THRESHOLD,
         }
     }
 }
@@ -110,6 +117,7 @@ pub struct PoolConfigBuilder {
     runtime: RuntimeChoice,
     plan_options: PlanOptions,
     shutdown_timeout: Option<Duration>,
+    watchdog_threshold: Option<Duration>,
 }
 
 impl PoolConfig {
@@ -158,6 +166,9 @@ impl PoolConfig {
         }
         if let Some(b) = read("HIPFFT_POOL_WORK_AREA_BUDGET", isize::MAX as u64, &mut warnings) {
             cfg.work_area_budget = Some(b as usize);
+        }
+        if let Some(ms) = read("HIPFFT_POOL_WATCHDOG_MS", MAX_TIMEOUT_MS, &mut warnings) {
+            cfg.watchdog_threshold = Duration::from_millis(ms);
         }
         if let Some(raw) = get("HIPFFT_POOL_RUNTIME") {
             match RuntimeChoice::parse(&raw) {
@@ -211,6 +222,14 @@ impl PoolConfigBuilder {
     pub fn private_ceiling(self, handles: usize) -> Self {
         self.shared_ceiling(LiveCeiling::new(handles))
     }
+    /// Split the ceiling per device: each device's plans count against a process-wide
+    /// ceiling of `handles` of its own.
+    pub fn per_device_ceiling(mut self, handles: usize) -> Self {
+        self.live_ceiling = Some(handles);
+        self.ceiling_scope = CeilingScope::PerDevice;
+        self
+    }
+
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
         self
@@ -232,6 +251,11 @@ impl PoolConfigBuilder {
         self
     }
 
+    pub fn watchdog_threshold(mut self, threshold: Duration) -> Self {
+        self.watchdog_threshold = Some(threshold);
+        self
+    }
+
     pub fn build(self) -> Result<PoolConfig> {
         let capacity = self.capacity.unwrap_or(DEFAULT_CAPACITY);
         let live_ceiling = self.live_ceiling.unwrap_or(capacity);
@@ -241,7 +265,7 @@ impl PoolConfigBuilder {
         if live_ceiling == 0 {
             return Err(Error::InvalidConfig { field: "live_ceiling", value: "0".into(), reason: "must be at least 1" });
         }
-        if capacity > live_ceiling {
+        if capacity > live_ceiling && !matches!(self.ceiling_scope, CeilingScope::PerDevice) {
             return Err(Error::InvalidConfig {
                 field: "capacity",
                 value: format!("{capacity} (live_ceiling {live_ceiling})"),
@@ -257,6 +281,7 @@ impl PoolConfigBuilder {
             runtime: self.runtime,
             plan_options: self.plan_options,
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+            watchdog_threshold: self.watchdog_threshold.unwrap_or(DEFAULT_WATCHDOG_THRESHOLD),
         })
     }
 }

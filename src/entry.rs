@@ -11,13 +11,33 @@ use crate::metrics::Counters;
 use crate::lease_state::LeaseState;
 use crate::runtime::{RawEvent, RawPlan, Runtime, with_device};
 use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::watchdog::{CallKind, Watchdog};
+
+/// One device as the pool sees it: the ceiling its plans count against (the process-wide
+/// one unless the pool splits it per device) and its counters.
+pub(crate) struct Device {
+    pub ceiling: Arc<LiveCeiling>,
+    pub counters: Counters,
+}
+
+/// Where a device's ceiling comes from.
+pub(crate) enum CeilingPlan {
+    /// Every device counts against this one.
+    Shared(Arc<LiveCeiling>),
+    /// Each device has its own process-wide ceiling of this limit.
+    PerDevice(usize),
+}
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
 pub(crate) struct Core {
     pub runtime: Arc<dyn Runtime>,
-    pub ceiling: Arc<LiveCeiling>,
-    pub counters: Counters,
+    pub ceilings: CeilingPlan,
+    pub devices: parking_lot::RwLock<std::collections::BTreeMap<i32, Arc<Device>>>,
+    pub watchdog: Arc<Watchdog>,
+    /// This pool's live handles over all devices, and the most at once.
+    pub live: crate::sync::AtomicUsize,
+    pub peak_live: crate::sync::AtomicUsize,
     /// Last releases of retired plans go here; the destroyer thread takes them.
     pub retire_tx: Sender<Arc<PlanEntry>>,
     /// Evicted plans still leased, by handle, so snapshots and shutdown can see them.
@@ -29,23 +49,57 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// The device's state, made on first use.
+    pub(crate) fn device(&self, id: i32) -> Arc<Device> {
+        if let Some(d) = self.devices.read().get(&id) {
+            return d.clone();
+        }
+        let ceiling = match &self.ceilings {
+            CeilingPlan::Shared(c) => c.clone(),
+            CeilingPlan::PerDevice(limit) => LiveCeiling::process_wide_for_device(id, *limit),
+        };
+        self.devices
+            .write()
+            .entry(id)
+            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default() }))
+            .clone()
+    }
+
+    pub(crate) fn live_up(&self, dev: &Device) {
+        dev.counters.live_up();
+        let now = self.live.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak_live.fetch_max(now, Ordering::Relaxed);
+    }
+
+    pub(crate) fn live_down(&self, dev: &Device) {
+        dev.counters.live_down();
+        self.live.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Destroys a plan nobody can reach any more, with its device current, then gives its
     /// slot back. Never called under a pool lock, never from `release()`.
     pub(crate) fn destroy(&self, entry: &PlanEntry) {
         let rt = &*self.runtime;
-        let result = with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan));
+        let started = std::time::Instant::now();
+        let result = {
+            let _span = tracing::debug_span!("destroy", desc = %entry.desc).entered();
+            let _call = self.watchdog.enter(CallKind::Destroy, &entry.desc, &entry.dev.ceiling);
+            with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan))
+        };
+        let c = &entry.dev.counters;
+        c.destroy_latency.record(started.elapsed());
         match result {
-            Ok(()) => Counters::bump(&self.counters.destroys),
+            Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {
                 // The handle's state is unknown after a failed destroy; it cannot be retried
                 // meaningfully, so it is counted and its slot given back.
-                Counters::bump(&self.counters.destroy_failures);
+                Counters::bump(&c.destroy_failures);
                 tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy failed");
             }
         }
-        self.counters.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.counters.live_down();
-        self.ceiling.release();
+        c.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.live_down(&entry.dev);
+        entry.dev.ceiling.release();
     }
 
     /// Destroys a retired plan whose last lease went, removing it from the retired set.
@@ -57,6 +111,7 @@ impl Core {
 
 pub(crate) struct PlanEntry {
     pub core: Arc<Core>,
+    pub dev: Arc<Device>,
     pub desc: PlanDesc,
     pub plan: RawPlan,
     pub work_size: usize,

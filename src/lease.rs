@@ -87,9 +87,10 @@ impl Lease {
         };
         let rt = &*e.core.runtime;
         let _serial = e.exec_lock.lock();
+        let _call = e.core.watchdog.enter(crate::watchdog::CallKind::Exec, &e.desc, &e.dev.ceiling);
         let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, t, stream, area, input, output, direction));
         if r.is_err() {
-            Counters::bump(&e.core.counters.exec_failures);
+            Counters::bump(&e.dev.counters.exec_failures);
         }
         r
     }
@@ -132,7 +133,7 @@ impl Drop for Lease {
             Released::StillLeased => {}
             Released::Idle => {
                 // An idle plan may be evicted: a miss waiting at the ceiling should look again.
-                let c = &self.entry.core.ceiling;
+                let c = &self.entry.dev.ceiling;
                 if c.waiters() > 0 {
                     c.notify();
                 }

@@ -9,6 +9,8 @@
 pub mod cuda;
 pub mod desc;
 pub mod error;
+pub mod hip;
+pub mod reference;
 pub mod runtime;
 pub mod sim;
 
@@ -26,6 +28,10 @@ mod lease_state;
 pub mod metrics;
 mod pool;
 mod sync;
+mod histogram;
+pub mod watchdog;
+pub use histogram::{BUCKETS_S, HistogramSnapshot};
+pub use watchdog::{CallKind, StalledCall};
 
 pub use ceiling::LiveCeiling;
 pub use config::{CeilingScope, PoolConfig, PoolConfigBuilder, RuntimeChoice};

@@ -3,6 +3,7 @@
 //! Counters live on slow paths only (misses, creations, destroys, waits). The hit path
 //! bumps nothing shared: hits are counted per plan and summed when a snapshot is taken.
 
+use crate::histogram::{Histogram, HistogramSnapshot};
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 #[derive(Debug, Default)]
@@ -20,10 +21,18 @@ pub(crate) struct Counters {
     pub flush_hook_calls: AtomicU64,
     /// Hits of plans already destroyed (live plans keep their own count).
     pub hits_of_destroyed: AtomicU64,
-    /// This pool's live handles: cached + retired + being created.
+    /// This pool's live handles on the device: cached + retired + being created.
     pub live: AtomicUsize,
+    /// The most at once (summed over devices, the pool-wide figure is an upper bound).
     pub peak_live: AtomicUsize,
     pub creating: AtomicUsize,
+    /// Misses on a plan evicted moments earlier (the signature of a thrashing cache).
+    pub thrash_misses: AtomicU64,
+    pub thrash_warnings: AtomicU64,
+    pub thrashing: AtomicUsize,
+    pub create_latency: Histogram,
+    pub destroy_latency: Histogram,
+    pub ceiling_wait_latency: Histogram,
 }
 
 impl Counters {
@@ -39,11 +48,37 @@ impl Counters {
     pub(crate) fn live_down(&self) {
         self.live.fetch_sub(1, Ordering::SeqCst);
     }
+
+    /// Adds this device's counts to a snapshot.
+    pub(crate) fn add_to(&self, m: &mut MetricsSnapshot) {
+        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        m.live += self.live.load(Ordering::SeqCst);
+        m.peak_live += self.peak_live.load(Ordering::Relaxed);
+        m.creating += self.creating.load(Ordering::SeqCst);
+        m.hits += ld(&self.hits_of_destroyed);
+        m.misses += ld(&self.misses);
+        m.evictions += ld(&self.evictions);
+        m.creations += ld(&self.creations);
+        m.destroys += ld(&self.destroys);
+        m.ceiling_waits += ld(&self.ceiling_waits);
+        m.ceiling_timeouts += ld(&self.ceiling_timeouts);
+        m.create_failures += ld(&self.create_failures);
+        m.destroy_failures += ld(&self.destroy_failures);
+        m.exec_failures += ld(&self.exec_failures);
+        m.event_failures += ld(&self.event_failures);
+        m.flush_hook_calls += ld(&self.flush_hook_calls);
+        m.thrash_misses += ld(&self.thrash_misses);
+        m.thrash_warnings += ld(&self.thrash_warnings);
+        m.thrashing = m.thrashing.max(self.thrashing.load(Ordering::Relaxed));
+        m.create_latency.merge(&self.create_latency.snapshot());
+        m.destroy_latency.merge(&self.destroy_latency.snapshot());
+        m.ceiling_wait_latency.merge(&self.ceiling_wait_latency.snapshot());
+    }
 }
 
 /// Every count the pool keeps, at one moment. Exact when the pool is quiescent; under
 /// concurrent use each field is exact but fields may be from slightly different instants.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct MetricsSnapshot {
     /// This pool's live handles (cached + retired awaiting their last lease + being created).
     pub live: usize,
@@ -72,4 +107,13 @@ pub struct MetricsSnapshot {
     pub exec_failures: u64,
     pub event_failures: u64,
     pub flush_hook_calls: u64,
+    /// Runtime calls past the watchdog threshold right now.
+    pub stalled: usize,
+    pub thrash_misses: u64,
+    pub thrash_warnings: u64,
+    /// 1 while the recent misses look like thrashing.
+    pub thrashing: usize,
+    pub create_latency: HistogramSnapshot,
+    pub destroy_latency: HistogramSnapshot,
+    pub ceiling_wait_latency: HistogramSnapshot,
 }

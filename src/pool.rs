@@ -22,13 +22,14 @@ use crate::ceiling::LiveCeiling;
 use crate::clock::stamp;
 use crate::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
-use crate::entry::{Core, PlanEntry};
+use crate::entry::{CeilingPlan, Core, Device, PlanEntry};
 use crate::error::{CeilingState, Error, Result};
 use crate::lease::Lease;
 use crate::lease_state::{Evicted, LeaseState};
 use crate::metrics::{Counters, MetricsSnapshot};
 use crate::runtime::{PlanOptions, Runtime, with_device};
 use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, lock};
+use crate::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
 /// waits: a host that batches GPU work (into graphs, say) must submit it now, or the
@@ -59,6 +60,54 @@ struct Inner {
     /// Single-flight creations in progress.
     creating: HashMap<PlanDesc, Arc<Flight>>,
     shut_down: bool,
+    thrash: ThrashDetector,
+}
+
+/// Tells a thrashing cache from a cold one: a thrashing cache keeps re-creating plans it
+/// evicted moments ago. Recently evicted keys are remembered (a ghost list as long as the
+/// capacity); when at least half of the last `2 * capacity` misses hit a ghost, the pool
+/// warns, at most once a minute, and never fails for it.
+struct ThrashDetector {
+    ghosts: LruCache<PlanDesc, (), FxBuildHasher>,
+    window: std::collections::VecDeque<bool>,
+    last_warning: Option<Instant>,
+}
+
+impl ThrashDetector {
+    fn new() -> Self {
+        ThrashDetector { ghosts: LruCache::unbounded_with_hasher(FxBuildHasher), window: Default::default(), last_warning: None }
+    }
+
+    fn evicted(&mut self, key: PlanDesc, capacity: usize) {
+        self.ghosts.put(key, ());
+        while self.ghosts.len() > capacity.max(8) {
+            self.ghosts.pop_lru();
+        }
+    }
+
+    /// Records a miss; returns the warning to log, if one is due.
+    fn missed(&mut self, key: &PlanDesc, capacity: usize, ceiling: usize, c: &Counters) -> Option<String> {
+        let ghost = self.ghosts.pop(key).is_some();
+        if ghost {
+            Counters::bump(&c.thrash_misses);
+        }
+        let window = (2 * capacity).max(16);
+        self.window.push_back(ghost);
+        while self.window.len() > window {
+            self.window.pop_front();
+        }
+        let recent = self.window.iter().filter(|g| **g).count();
+        let thrashing = self.window.len() == window && 2 * recent >= window;
+        c.thrashing.store(thrashing as usize, Ordering::Relaxed);
+        if !thrashing || self.last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(60)) {
+            return None;
+        }
+        self.last_warning = Some(Instant::now());
+        Counters::bump(&c.thrash_warnings);
+        Some(format!(
+            "plan cache thrashing: {recent} of the last {window} misses re-created plans evicted moments earlier; the working set is larger than the capacity {capacity}: raise HIPFFT_POOL_CAPACITY (and HIPFFT_POOL_LIVE_CEILING, now {ceiling})"
+        ))
+    }
 }
 
 /// One creation that concurrent misses on the same key wait for.
@@ -127,8 +176,9 @@ pub struct CachedPlan {
 impl PlanPool {
     /// A pool over `runtime`.
     pub fn new(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<PlanPool> {
-        let ceiling = match &config.ceiling_scope {
-            CeilingScope::Shared(c) => c.clone(),
+        let ceilings = match &config.ceiling_scope {
+            CeilingScope::Shared(c) => CeilingPlan::Shared(c.clone()),
+            CeilingScope::PerDevice => CeilingPlan::PerDevice(config.live_ceiling),
             CeilingScope::ProcessWide => {
                 let c = LiveCeiling::process_wide(config.live_ceiling);
                 if c.limit() != config.live_ceiling {
@@ -138,22 +188,33 @@ impl PlanPool {
                         "the process-wide live ceiling was already set; sharing it"
                     );
                 }
-                c
+                CeilingPlan::Shared(c)
             }
         };
-        if config.capacity == 0 || config.capacity > ceiling.limit() {
+        // With one ceiling every cached plan counts against it, so the capacity must fit;
+        // split per device, misses evict idle plans of their own device instead.
+        let limit = match &ceilings {
+            CeilingPlan::Shared(c) => c.limit(),
+            CeilingPlan::PerDevice(_) => usize::MAX,
+        };
+        if config.capacity == 0 || config.capacity > limit {
             return Err(Error::InvalidConfig {
                 field: "capacity",
-                value: format!("{} (live ceiling {})", config.capacity, ceiling.limit()),
+                value: format!("{} (live ceiling {})", config.capacity, limit),
                 reason: "must be between 1 and the live ceiling",
             });
         }
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
         let (completion_tx, completion_rx) = unbounded();
+        let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
+        Watchdog::spawn(Arc::downgrade(&watchdog), config.watchdog_threshold);
         let core = Arc::new(Core {
             runtime,
-            ceiling,
-            counters: Counters::default(),
+            ceilings,
+            devices: Default::default(),
+            watchdog,
+            live: Default::default(),
+            peak_live: Default::default(),
             retire_tx,
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
@@ -188,6 +249,7 @@ impl PlanPool {
                 work_area_bytes: 0,
                 creating: HashMap::new(),
                 shut_down: false,
+                thrash: ThrashDetector::new(),
             }),
             retire_rx,
             flush_hook: parking_lot::RwLock::new(None),
@@ -203,8 +265,14 @@ impl PlanPool {
         &self.core.runtime
     }
 
-    pub fn ceiling(&self) -> &Arc<LiveCeiling> {
-        &self.core.ceiling
+    /// The ceiling device 0's plans count against (the only one unless split per device).
+    pub fn ceiling(&self) -> Arc<LiveCeiling> {
+        self.ceiling_for(0)
+    }
+
+    /// The ceiling a device's plans count against.
+    pub fn ceiling_for(&self, device: i32) -> Arc<LiveCeiling> {
+        self.core.device(device).ceiling.clone()
     }
 
     pub fn capacity(&self) -> usize {
@@ -241,6 +309,8 @@ impl PlanPool {
     #[cold]
     fn acquire_slow(&self, desc: &PlanDesc) -> Result<Lease> {
         desc.validate()?;
+        let dev = self.core.device(desc.device);
+        let c = &dev.counters;
         let started = Instant::now();
         let deadline = started + self.acquire_timeout;
         let mut flushed = false;
@@ -255,7 +325,7 @@ impl PlanPool {
             if let Some(lease) = self.try_hit(desc) {
                 return Ok(lease);
             }
-            let epoch = self.core.ceiling.epoch();
+            let epoch = dev.ceiling.epoch();
             let step = {
                 let mut inner = lock(&self.inner);
                 if inner.shut_down {
@@ -265,17 +335,21 @@ impl PlanPool {
                     Step::Join(f.clone())
                 } else if self.map.contains_key(desc) {
                     Step::Retry
-                } else if self.core.ceiling.try_acquire() {
-                    self.core.counters.live_up();
-                    self.core.counters.creating.fetch_add(1, Ordering::SeqCst);
+                } else if dev.ceiling.try_acquire() {
+                    self.core.live_up(&dev);
+                    c.creating.fetch_add(1, Ordering::SeqCst);
                     let f = Arc::new(Flight::new());
                     inner.creating.insert(*desc, f.clone());
+                    let (cap, lim) = (inner.capacity, dev.ceiling.limit());
+                    if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
+                        tracing::warn!("{w}");
+                    }
                     Step::Create(f)
                 } else if let Ok(e) = self.retire_rx.try_recv() {
                     // A retired plan whose last lease went: destroy it here, not later.
                     lock(&self.core.retired).remove(&e.plan);
                     Step::Destroy(e)
-                } else if let Some(e) = self.evict_one_idle(&mut inner) {
+                } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
                     Step::Destroy(e)
                 } else {
                     Step::Wait
@@ -284,11 +358,11 @@ impl PlanPool {
             match step {
                 Step::Retry => continue,
                 Step::Create(flight) => {
-                    miss_once(&self.core.counters);
-                    return self.create(desc, flight);
+                    miss_once(c);
+                    return self.create(desc, flight, &dev);
                 }
                 Step::Join(flight) => {
-                    miss_once(&self.core.counters);
+                    miss_once(c);
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
                             if entry.state.try_lease() {
@@ -307,18 +381,21 @@ impl PlanPool {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
                         if let Some(hook) = hook {
-                            Counters::bump(&self.core.counters.flush_hook_calls);
+                            Counters::bump(&c.flush_hook_calls);
                             let _span = tracing::debug_span!("flush_hook", desc = %desc).entered();
                             hook();
                             continue;
                         }
                     }
                     if !std::mem::replace(&mut waited, true) {
-                        Counters::bump(&self.core.counters.ceiling_waits);
+                        Counters::bump(&c.ceiling_waits);
                     }
                     let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
-                    if !self.core.ceiling.wait_for_change(epoch, deadline) {
-                        Counters::bump(&self.core.counters.ceiling_timeouts);
+                    let wait_started = Instant::now();
+                    let changed = dev.ceiling.wait_for_change(epoch, deadline);
+                    c.ceiling_wait_latency.record(wait_started.elapsed());
+                    if !changed {
+                        Counters::bump(&c.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started));
                     }
                 }
@@ -327,7 +404,7 @@ impl PlanPool {
     }
 
     fn timeout_error(&self, desc: &PlanDesc, started: Instant) -> Error {
-        let m = self.metrics();
+        let m = self.metrics_for(desc.device);
         Error::CeilingTimeout {
             device: desc.device,
             waited: started.elapsed(),
@@ -341,29 +418,34 @@ impl PlanPool {
         }
     }
 
-    fn create(&self, desc: &PlanDesc, flight: Arc<Flight>) -> Result<Lease> {
+    fn create(&self, desc: &PlanDesc, flight: Arc<Flight>, dev: &Arc<Device>) -> Result<Lease> {
+        let c = &dev.counters;
         let rt = &*self.core.runtime;
         let options = self.plan_options;
+        let started = Instant::now();
         let made = {
             let _span = tracing::debug_span!("create", desc = %desc).entered();
+            let _call = self.core.watchdog.enter(CallKind::Create, desc, &dev.ceiling);
             with_device(rt, desc.device, || rt.plan_create(desc, options))
         };
-        self.core.counters.creating.fetch_sub(1, Ordering::SeqCst);
+        c.create_latency.record(started.elapsed());
+        c.creating.fetch_sub(1, Ordering::SeqCst);
         let created = match made {
             Ok(c) => c,
             Err(e) => {
-                Counters::bump(&self.core.counters.create_failures);
-                self.core.counters.live_down();
-                self.core.ceiling.release();
+                Counters::bump(&c.create_failures);
+                self.core.live_down(dev);
+                dev.ceiling.release();
                 lock(&self.inner).creating.remove(desc);
                 flight.finish(Err(e.clone()));
                 return Err(e);
             }
         };
-        Counters::bump(&self.core.counters.creations);
+        Counters::bump(&c.creations);
         let now = stamp();
         let entry = Arc::new(PlanEntry {
             core: self.core.clone(),
+            dev: dev.clone(),
             desc: *desc,
             plan: created.plan,
             work_size: created.work_size,
@@ -379,6 +461,8 @@ impl PlanPool {
             let mut inner = lock(&self.inner);
             inner.creating.remove(desc);
             if !inner.shut_down {
+                // Replay earlier hits first, so the new plan lands above them.
+                Self::sync_recency(&mut inner);
                 inner.lru.put(*desc, entry.clone());
                 self.map.insert(*desc, entry.clone());
                 inner.work_area_bytes += entry.work_size;
@@ -420,7 +504,9 @@ impl PlanPool {
         let e = inner.lru.pop(key)?;
         self.map.remove(key);
         inner.work_area_bytes -= e.work_size;
-        Counters::bump(&self.core.counters.evictions);
+        let cap = inner.capacity;
+        inner.thrash.evicted(*key, cap);
+        Counters::bump(&e.dev.counters.evictions);
         self.retire(&e)
     }
 
@@ -443,10 +529,16 @@ impl PlanPool {
         }
     }
 
-    /// Evicts the least recently used idle plan, if any, for a miss at the ceiling.
-    fn evict_one_idle(&self, inner: &mut Inner) -> Option<Arc<PlanEntry>> {
+    /// Evicts the least recently used idle plan counting against `ceiling`, if any, for a
+    /// miss at that ceiling.
+    fn evict_one_idle(&self, inner: &mut Inner, ceiling: &Arc<LiveCeiling>) -> Option<Arc<PlanEntry>> {
         Self::sync_recency(inner);
-        let key = inner.lru.iter().rev().find(|(_, e)| e.state.leases() == 0).map(|(k, _)| *k)?;
+        let key = inner
+            .lru
+            .iter()
+            .rev()
+            .find(|(_, e)| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))
+            .map(|(k, _)| *k)?;
         // A hit may lease it between the check and the eviction; it is then retired and
         // the caller looks again.
         self.evict_key(inner, &key)
@@ -469,7 +561,10 @@ impl PlanPool {
 
     /// Changes the capacity at run time (1 to the live ceiling), evicting as needed.
     pub fn set_capacity(&self, capacity: usize) -> Result<()> {
-        let limit = self.core.ceiling.limit();
+        let limit = match &self.core.ceilings {
+            CeilingPlan::Shared(c) => c.limit(),
+            CeilingPlan::PerDevice(_) => usize::MAX,
+        };
         if capacity == 0 || capacity > limit {
             return Err(Error::InvalidConfig {
                 field: "capacity",
@@ -486,7 +581,7 @@ impl PlanPool {
         for v in &victims {
             self.core.destroy(v);
         }
-        self.core.ceiling.notify();
+        self.notify_all();
         Ok(())
     }
 
@@ -511,51 +606,74 @@ impl PlanPool {
         *self.flush_hook.write() = hook;
     }
 
-    /// Every count, at one moment (see [`MetricsSnapshot`]).
+    /// Every count of the whole pool, at one moment (see [`MetricsSnapshot`]).
     pub fn metrics(&self) -> MetricsSnapshot {
-        let c = &self.core.counters;
-        let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let (cached, work_area_bytes, capacity, mut hits, mut in_flight) = {
-            let inner = lock(&self.inner);
-            let (h, l) = inner.lru.iter().fold((0u64, 0usize), |(h, l), (_, e)| {
-                (h + e.hits.load(Ordering::Relaxed), l + e.state.leases())
-            });
-            (inner.lru.len(), inner.work_area_bytes, inner.capacity, h, l)
-        };
-        let retired_pending = {
-            let retired = lock(&self.core.retired);
-            for e in retired.values() {
-                hits += e.hits.load(Ordering::Relaxed);
-                in_flight += e.state.leases();
-            }
-            retired.len()
-        };
-        hits += ld(&c.hits_of_destroyed);
-        MetricsSnapshot {
-            live: c.live.load(Ordering::SeqCst),
-            peak_live: c.peak_live.load(Ordering::Relaxed),
-            process_live: self.core.ceiling.live(),
-            process_peak_live: self.core.ceiling.peak(),
-            ceiling: self.core.ceiling.limit(),
-            capacity,
-            cached,
-            in_flight,
-            retired_pending,
-            creating: c.creating.load(Ordering::SeqCst),
-            work_area_bytes,
-            hits,
-            misses: ld(&c.misses),
-            evictions: ld(&c.evictions),
-            creations: ld(&c.creations),
-            destroys: ld(&c.destroys),
-            ceiling_waits: ld(&c.ceiling_waits),
-            ceiling_timeouts: ld(&c.ceiling_timeouts),
-            create_failures: ld(&c.create_failures),
-            destroy_failures: ld(&c.destroy_failures),
-            exec_failures: ld(&c.exec_failures),
-            event_failures: ld(&c.event_failures),
-            flush_hook_calls: ld(&c.flush_hook_calls),
+        self.snapshot(None)
+    }
+
+    /// Every count of one device's plans.
+    pub fn metrics_for(&self, device: i32) -> MetricsSnapshot {
+        self.snapshot(Some(device))
+    }
+
+    /// One snapshot per device the pool has used (device 0 if none yet).
+    pub fn metrics_by_device(&self) -> Vec<(i32, MetricsSnapshot)> {
+        let mut ids: Vec<i32> = self.core.devices.read().keys().copied().collect();
+        if ids.is_empty() {
+            ids.push(0);
         }
+        ids.into_iter().map(|d| (d, self.snapshot(Some(d)))).collect()
+    }
+
+    fn snapshot(&self, only: Option<i32>) -> MetricsSnapshot {
+        let want = |d: i32| only.is_none_or(|o| o == d);
+        let mut m = MetricsSnapshot::default();
+        {
+            let inner = lock(&self.inner);
+            m.capacity = inner.capacity;
+            for (_, e) in inner.lru.iter().filter(|(_, e)| want(e.desc.device)) {
+                m.cached += 1;
+                m.work_area_bytes += e.work_size;
+                m.hits += e.hits.load(Ordering::Relaxed);
+                m.in_flight += e.state.leases();
+            }
+        }
+        for e in lock(&self.core.retired).values().filter(|e| want(e.desc.device)) {
+            m.retired_pending += 1;
+            m.hits += e.hits.load(Ordering::Relaxed);
+            m.in_flight += e.state.leases();
+        }
+        let devices: Vec<Arc<Device>> = match only {
+            Some(d) => vec![self.core.device(d)],
+            None => self.core.devices.read().values().cloned().collect(),
+        };
+        let mut ceilings: Vec<Arc<LiveCeiling>> = Vec::new();
+        for d in &devices {
+            d.counters.add_to(&mut m);
+            if !ceilings.iter().any(|c| Arc::ptr_eq(c, &d.ceiling)) {
+                ceilings.push(d.ceiling.clone());
+            }
+        }
+        if ceilings.is_empty() {
+            ceilings.push(self.core.device(0).ceiling.clone());
+        }
+        for c in &ceilings {
+            m.process_live += c.live();
+            m.process_peak_live += c.peak();
+            m.ceiling += c.limit();
+        }
+        if only.is_none() {
+            // Exact pool-wide figures, not sums of per-device peaks.
+            m.live = self.core.live.load(Ordering::SeqCst);
+            m.peak_live = self.core.peak_live.load(Ordering::Relaxed);
+        }
+        m.stalled = self.core.watchdog.scan_device(only);
+        m
+    }
+
+    /// Runtime calls running past the watchdog threshold right now.
+    pub fn stalled_calls(&self) -> Vec<StalledCall> {
+        self.core.watchdog.stalled()
     }
 
     /// The cached plans, most recently used first.
@@ -596,24 +714,23 @@ impl PlanPool {
         }
         // Wake waiters so they see the shutdown; stop taking new release_after work.
         *self.core.completion_tx.lock() = None;
-        self.core.ceiling.notify();
+        self.notify_all();
         let deadline = Instant::now() + self.shutdown_timeout;
         let timed_out = loop {
-            let epoch = self.core.ceiling.epoch();
             while let Ok(e) = self.retire_rx.try_recv() {
                 self.core.destroy_retired(e);
                 destroyed += 1;
             }
-            let pending = !lock(&self.core.retired).is_empty()
-                || self.core.counters.creating.load(Ordering::SeqCst) > 0;
-            if !pending {
+            let creating: usize =
+                self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
+            if lock(&self.core.retired).is_empty() && creating == 0 {
                 break false;
             }
-            let now = Instant::now();
-            if now >= deadline {
+            if Instant::now() >= deadline {
                 break true;
             }
-            self.core.ceiling.wait_for_change(epoch, deadline.min(now + Duration::from_millis(10)));
+            // The destroyer thread may be the one destroying them: give it a moment.
+            std::thread::sleep(Duration::from_millis(1));
         };
         // The completion thread ends once its queue is empty; then its events are free.
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
@@ -625,6 +742,13 @@ impl PlanPool {
             tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");
         }
         ShutdownReport { destroyed, still_leased, timed_out }
+    }
+
+    /// Wakes every waiter of every ceiling this pool uses.
+    fn notify_all(&self) {
+        for d in self.core.devices.read().values() {
+            d.ceiling.notify();
+        }
     }
 
     fn destroy_free_events(&self) {

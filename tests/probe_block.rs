@@ -112,29 +112,33 @@ impl Drop for LegacyPlan {
     }
 }
 
+/// A shared reference to a plan, held for one execution.
+struct LegacyLease(Arc<LegacyPlan>);
+
 impl PlanSource for LegacyCache {
-    type Lease = Arc<LegacyPlan>;
-    fn acquire(&self, desc: &PlanDesc) -> Result<Arc<LegacyPlan>> {
+    type Lease = LegacyLease;
+    fn acquire(&self, desc: &PlanDesc) -> Result<LegacyLease> {
         if let Some(p) = self.lru.lock().unwrap().get(desc) {
-            return Ok(p.clone());
+            return Ok(LegacyLease(p.clone()));
         }
         let made = self.rt.plan_create(desc, PlanOptions::default())?;
         let p = Arc::new(LegacyPlan { rt: self.rt.clone(), desc: *desc, made });
         let evicted = self.lru.lock().unwrap().push(*desc, p.clone());
         drop(evicted); // destroyed here if nothing else holds it, as the shared_ptr cache did
-        Ok(p)
+        Ok(LegacyLease(p))
     }
     fn runtime(&self) -> &Arc<dyn Runtime> {
         &self.rt
     }
 }
 
-impl ProbeLease for Arc<LegacyPlan> {
+impl ProbeLease for LegacyLease {
     fn work_size(&self) -> usize {
-        self.made.work_size
+        self.0.made.work_size
     }
     fn exec(&self, stream: &Stream, input: &DeviceBuffer, output: &DeviceBuffer, direction: Direction, work: Option<&DeviceBuffer>) -> Result<()> {
-        self.rt.plan_exec(self.made.plan, self.desc.transform, stream.raw(), work.map(|w| w.ptr()), input.ptr(), output.ptr(), direction)
+        let p = &self.0;
+        p.rt.plan_exec(p.made.plan, p.desc.transform, stream.raw(), work.map(|w| w.ptr()), input.ptr(), output.ptr(), direction)
     }
     fn finish(self, stream: &Stream) -> Result<()> {
         stream.synchronize()
