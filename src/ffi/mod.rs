@@ -17,8 +17,8 @@ use std::sync::{LazyLock, Mutex, OnceLock};
 pub use boundary::hfp_status;
 use boundary::{Failure, guard, guard_value, last_error_ptr};
 pub use types::{
-    HFP_C2C, HFP_C2R, HFP_D2Z, HFP_FORWARD, HFP_INVERSE, HFP_R2C, HFP_Z2D, HFP_Z2Z, hfp_config,
-    hfp_metrics, hfp_plan_desc,
+    HFP_C2C, HFP_C2R, HFP_CEILING_PER_DEVICE, HFP_CEILING_PRIVATE, HFP_CEILING_PROCESS_WIDE, HFP_D2Z, HFP_FORWARD,
+    HFP_INVERSE, HFP_R2C, HFP_Z2D, HFP_Z2Z, hfp_config, hfp_metrics, hfp_plan_desc,
 };
 
 use crate::config::PoolConfig;
@@ -117,7 +117,8 @@ fn out_ptr<'a, T>(out: *mut *mut T, name: &str) -> Result<&'a mut *mut T, Failur
 
 /// Fills `*config` with the defaults: capacity 128, live ceiling 0 (= the capacity),
 /// acquire timeout 10000 ms, no work-area budget, runtime NULL (= "auto"), shutdown
-/// timeout 5000 ms, the process-wide ceiling; `struct_size` = `sizeof(hfp_config)`.
+/// timeout 5000 ms, the process-wide ceiling, watchdog 10000 ms; `struct_size` =
+/// `sizeof(hfp_config)`.
 ///
 /// `config`: borrowed for the call, written; must point to a whole `hfp_config` of this
 /// header's version. NULL: `HFP_INVALID_ARGUMENT`.
@@ -156,8 +157,8 @@ pub unsafe extern "C" fn hfp_pool_new(config: *const hfp_config, out: *mut *mut 
 
 /// Makes a pool configured from the environment: `HIPFFT_POOL_CAPACITY` (else
 /// `MLX_ROCM_FFT_CACHE_SIZE`, else 128), `HIPFFT_POOL_LIVE_CEILING` (default: the capacity),
-/// `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`, `HIPFFT_POOL_WORK_AREA_BUDGET`, `HIPFFT_POOL_RUNTIME`
-/// (`auto|sim|hip|cuda`). A value that is not a whole number in range is ignored with a
+/// `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`, `HIPFFT_POOL_WORK_AREA_BUDGET`, `HIPFFT_POOL_WATCHDOG_MS`,
+/// `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`). A value that is not a whole number in range is ignored with a
 /// one-line warning on stderr. The pool counts against the process-wide ceiling.
 ///
 /// `out`: written with the new pool, owned by the caller (free it with `hfp_pool_free`);

@@ -5,7 +5,10 @@ use std::mem::{offset_of, size_of};
 use std::time::Duration;
 
 use super::boundary::Failure;
-use crate::config::{DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CAPACITY, DEFAULT_SHUTDOWN_TIMEOUT, PoolConfig, RuntimeChoice};
+use crate::config::{
+    DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CAPACITY, DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_WATCHDOG_THRESHOLD, PoolConfig, RuntimeChoice,
+};
+use crate::histogram::HistogramSnapshot;
 use crate::desc::{DescError, Layout, PlanDesc, TransformType};
 use crate::metrics::MetricsSnapshot;
 
@@ -39,12 +42,21 @@ pub struct hfp_config {
     pub runtime: *const c_char,
     /// How long `hfp_pool_free` waits for outstanding leases, in milliseconds. 0: 5000.
     pub shutdown_timeout_ms: u64,
-    /// 0: the pool counts against the process-wide live ceiling, shared by every pool of
-    /// the process that also uses it (its limit is set by the first such pool and later
-    /// pools share it whatever they ask for; a capacity above it is rejected).
-    /// Non-zero: the pool gets a ceiling of its own of `live_ceiling` handles.
-    pub private_ceiling: c_int,
+    /// Which ceiling the pool counts against. `HFP_CEILING_PROCESS_WIDE` (0): the process-wide
+    /// one, shared by every pool of the process that uses it; its limit is set by the first
+    /// such pool, later pools share it whatever they ask for, and a capacity above it is
+    /// rejected. `HFP_CEILING_PRIVATE`: a ceiling of `live_ceiling` handles of its own.
+    /// `HFP_CEILING_PER_DEVICE`: a process-wide ceiling of `live_ceiling` handles per device.
+    pub ceiling_scope: c_int,
+    /// A runtime call running longer than this is reported (stderr, metrics `stalled`), in
+    /// milliseconds. 0: 10000.
+    pub watchdog_ms: u64,
 }
+
+/// `hfp_config.ceiling_scope` values.
+pub const HFP_CEILING_PROCESS_WIDE: c_int = 0;
+pub const HFP_CEILING_PRIVATE: c_int = 1;
+pub const HFP_CEILING_PER_DEVICE: c_int = 2;
 
 /// The smallest `struct_size` `hfp_pool_new` accepts: the first version's fields. (The
 /// header defines it as a macro with `offsetof`, in cbindgen.toml's trailer.)
@@ -71,7 +83,8 @@ impl hfp_config {
             work_area_budget: 0,
             runtime: std::ptr::null(),
             shutdown_timeout_ms: DEFAULT_SHUTDOWN_TIMEOUT.as_millis() as u64,
-            private_ceiling: 0,
+            ceiling_scope: HFP_CEILING_PROCESS_WIDE,
+            watchdog_ms: DEFAULT_WATCHDOG_THRESHOLD.as_millis() as u64,
         }
     }
 
@@ -123,7 +136,8 @@ impl hfp_config {
             })?
         };
         let shutdown: u64 = later_field!(shutdown_timeout_ms, u64);
-        let private: c_int = later_field!(private_ceiling, c_int);
+        let scope: c_int = later_field!(ceiling_scope, c_int);
+        let watchdog: u64 = later_field!(watchdog_ms, u64);
         let work_area_budget: usize = field!(work_area_budget);
         let acquire_ms: u64 = field!(acquire_timeout_ms);
         let mut b = PoolConfig::builder()
@@ -131,10 +145,19 @@ impl hfp_config {
             .live_ceiling(live_ceiling)
             .acquire_timeout(ms(acquire_ms, DEFAULT_ACQUIRE_TIMEOUT))
             .shutdown_timeout(ms(shutdown, DEFAULT_SHUTDOWN_TIMEOUT))
+            .watchdog_threshold(ms(watchdog, DEFAULT_WATCHDOG_THRESHOLD))
             .runtime(runtime);
-        if private != 0 {
-            b = b.private_ceiling(live_ceiling);
-        }
+        b = match scope {
+            HFP_CEILING_PROCESS_WIDE => b,
+            HFP_CEILING_PRIVATE => b.private_ceiling(live_ceiling),
+            HFP_CEILING_PER_DEVICE => b.per_device_ceiling(live_ceiling),
+            other => {
+                return Err(Failure::invalid(format!(
+                    "invalid configuration: `ceiling_scope` = {other}: expected HFP_CEILING_PROCESS_WIDE (0), \
+                     HFP_CEILING_PRIVATE (1) or HFP_CEILING_PER_DEVICE (2)"
+                )));
+            }
+        };
         if work_area_budget != 0 {
             b = b.work_area_budget(work_area_budget);
         }
@@ -238,6 +261,21 @@ pub struct hfp_metrics {
     pub exec_failures: u64,
     pub event_failures: u64,
     pub flush_hook_calls: u64,
+    /// Runtime calls past the watchdog threshold right now.
+    pub stalled: usize,
+    pub thrash_misses: u64,
+    pub thrash_warnings: u64,
+    /// 1 while the recent misses look like thrashing.
+    pub thrashing: usize,
+    /// Plan creations timed, and their total time in microseconds (buckets: the text export).
+    pub create_latency_count: u64,
+    pub create_latency_sum_us: u64,
+    /// Plan destroys timed, and their total time in microseconds.
+    pub destroy_latency_count: u64,
+    pub destroy_latency_sum_us: u64,
+    /// Waits at the ceiling timed, and their total time in microseconds.
+    pub ceiling_wait_latency_count: u64,
+    pub ceiling_wait_latency_sum_us: u64,
 }
 
 impl hfp_metrics {
@@ -267,7 +305,15 @@ impl hfp_metrics {
             exec_failures,
             event_failures,
             flush_hook_calls,
+            stalled,
+            thrash_misses,
+            thrash_warnings,
+            thrashing,
+            create_latency,
+            destroy_latency,
+            ceiling_wait_latency,
         } = m.clone();
+        let us = |h: &HistogramSnapshot| (h.sum_s * 1e6).round() as u64;
         hfp_metrics {
             struct_size,
             live,
@@ -293,6 +339,16 @@ impl hfp_metrics {
             exec_failures,
             event_failures,
             flush_hook_calls,
+            stalled,
+            thrash_misses,
+            thrash_warnings,
+            thrashing,
+            create_latency_count: create_latency.count,
+            create_latency_sum_us: us(&create_latency),
+            destroy_latency_count: destroy_latency.count,
+            destroy_latency_sum_us: us(&destroy_latency),
+            ceiling_wait_latency_count: ceiling_wait_latency.count,
+            ceiling_wait_latency_sum_us: us(&ceiling_wait_latency),
         }
     }
 }
