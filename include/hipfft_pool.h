@@ -182,8 +182,8 @@ typedef struct hfp_config {
    */
   int ceiling_scope;
   /**
-   * A runtime call running longer than this is reported (stderr, metrics `stalled`), in
-   * milliseconds. 0: 10000.
+   * A runtime call running longer than this is reported (a `tracing` error, and the
+   * `stalled` metric), in milliseconds. 0: 10000.
    */
   uint64_t watchdog_ms;
 } hfp_config;
@@ -489,6 +489,16 @@ enum hfp_status hfp_pool_set_flush_hook(struct hfp_pool *pool, void (*hook)(void
  * device's null stream).
  */
 enum hfp_status hfp_pool_synchronize(struct hfp_pool *pool, void *stream);
+
+/**
+ * The name of the runtime the pool runs on: "hip", "cuda" or "sim". A pool configured
+ * with "auto" falls back to "sim" when neither hip nor cuda has a device; a host that
+ * passes real device pointers should check this (the simulated runtime's device memory
+ * is host memory).
+ *
+ * `pool`: borrowed. Returns a static string, never freed; NULL for a NULL pool.
+ */
+const char *hfp_pool_runtime(const struct hfp_pool *pool);
 
 /**
  * This thread's message for its last failed `hfp_` call; "" if none has failed. A success

@@ -170,6 +170,15 @@ class Pool {
     }
   }
 
+  // "hip", "cuda" or "sim" (an "auto" pool falls back to "sim" without a GPU runtime).
+  std::string runtime() const {
+    const char* name = hfp_pool_runtime(raw_);
+    if (name == nullptr) {
+      throw Error(HFP_INVALID_ARGUMENT, hfp_last_error_message());
+    }
+    return name;
+  }
+
   void trim() const { detail::check(hfp_pool_trim(raw_)); }
   void set_capacity(std::size_t capacity) const { detail::check(hfp_pool_set_capacity(raw_, capacity)); }
   void synchronize(void* stream) const { detail::check(hfp_pool_synchronize(raw_, stream)); }

@@ -78,10 +78,11 @@ fn c_dir() -> PathBuf {
     root().join("tests/c")
 }
 
-/// Links against the cdylib with an rpath to it.
+/// Links against the cdylib with an rpath to it (DT_RPATH, not DT_RUNPATH, so that an
+/// LD_LIBRARY_PATH naming another build of the library cannot take precedence).
 fn link_dynamic(cmd: &mut Command) {
     let lib = library_dir();
-    cmd.arg("-L").arg(lib).arg("-lhipfft_pool").arg(format!("-Wl,-rpath,{}", lib.display()));
+    cmd.arg("-L").arg(lib).arg("-lhipfft_pool").arg(format!("-Wl,--disable-new-dtags,-rpath,{}", lib.display()));
 }
 
 struct Programs {
@@ -138,9 +139,12 @@ fn programs() -> &'static Programs {
     })
 }
 
-/// A program's environment: the sim runtime, and none of the pool's variables from outside.
+/// A program's environment: the sim runtime, none of the pool's variables from outside, and
+/// no LD_LIBRARY_PATH (cargo's names `target/<profile>/`, where `cargo build` may have left
+/// an older copy of the library).
 fn program(path: &Path) -> Command {
     let mut c = Command::new(path);
+    c.env_remove("LD_LIBRARY_PATH");
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().into_owned();
         if k.starts_with("HIPFFT_POOL_") || k.starts_with("MLX_ROCM_FFT") {

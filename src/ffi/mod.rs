@@ -536,6 +536,26 @@ pub unsafe extern "C" fn hfp_pool_synchronize(pool: *mut hfp_pool, stream: *mut 
     })
 }
 
+/// The name of the runtime the pool runs on: "hip", "cuda" or "sim". A pool configured
+/// with "auto" falls back to "sim" when neither hip nor cuda has a device; a host that
+/// passes real device pointers should check this (the simulated runtime's device memory
+/// is host memory).
+///
+/// `pool`: borrowed. Returns a static string, never freed; NULL for a NULL pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_runtime(pool: *const hfp_pool) -> *const c_char {
+    guard_value("hfp_pool_runtime", std::ptr::null(), || {
+        // SAFETY: the caller's promise on `pool`.
+        let name = match unsafe { pool_ref(pool) }?.runtime().kind() {
+            crate::runtime::RuntimeKind::Sim => c"sim",
+            crate::runtime::RuntimeKind::Hip => c"hip",
+            crate::runtime::RuntimeKind::Cuda => c"cuda",
+        };
+        Ok(name.as_ptr())
+    })
+    .0
+}
+
 // ---- errors and introspection ----
 
 /// This thread's message for its last failed `hfp_` call; "" if none has failed. A success

@@ -48,8 +48,8 @@ pub struct hfp_config {
     /// rejected. `HFP_CEILING_PRIVATE`: a ceiling of `live_ceiling` handles of its own.
     /// `HFP_CEILING_PER_DEVICE`: a process-wide ceiling of `live_ceiling` handles per device.
     pub ceiling_scope: c_int,
-    /// A runtime call running longer than this is reported (stderr, metrics `stalled`), in
-    /// milliseconds. 0: 10000.
+    /// A runtime call running longer than this is reported (a `tracing` error, and the
+    /// `stalled` metric), in milliseconds. 0: 10000.
     pub watchdog_ms: u64,
 }
 

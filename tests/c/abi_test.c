@@ -172,6 +172,8 @@ static void test_default_pool(void) {
   hfp_lease *l = NULL;
   CHECK(p != NULL);
   CHECK(hfp_default_pool() == p);
+  CHECK(strcmp(hfp_pool_runtime(p), "sim") == 0);
+  CHECK(hfp_pool_runtime(NULL) == NULL && strstr(hfp_last_error_message(), "`pool`") != NULL);
   hfp_pool_free(p); /* refused: the default pool is never freed */
   CHECK(strstr(hfp_last_error_message(), "never freed") != NULL);
   EXPECT_OK(hfp_acquire(p, &d, &l));
