@@ -95,6 +95,39 @@ impl Lease {
         r
     }
 
+    /// Bytes the input buffer of one execution spans (what a scratch copy needs).
+    pub fn input_bytes(&self) -> usize {
+        // Validated when the plan was made.
+        self.entry.desc.validate().map_or(0, |e| e.input_bytes)
+    }
+
+    /// Like [`Lease::exec`], but leaves `input` untouched. C2R and Z2D overwrite their input
+    /// on cuFFT and hipFFT (and hipFFT's R2C may too), so the input is first copied to
+    /// `scratch` (at least [`Lease::input_bytes`] bytes, from the caller's allocator) on the
+    /// same stream, and the transform reads the copy.
+    pub fn exec_preserving_input(
+        &self,
+        stream: RawStream,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        work_area: Option<DevicePtr>,
+        scratch: DevicePtr,
+    ) -> Result<()> {
+        if scratch.is_null() {
+            return Err(Error::invalid_argument("scratch", "null device pointer"));
+        }
+        if input == output {
+            return Err(Error::invalid_argument("output", "equals the input: an in-place transform cannot preserve it"));
+        }
+        if input.is_null() {
+            return Err(Error::invalid_argument("input", "null device pointer"));
+        }
+        let rt = &*self.entry.core.runtime;
+        with_device(rt, self.entry.desc.device, || rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream))?;
+        self.exec(stream, scratch, output, direction, work_area)
+    }
+
     /// Releases now. The caller vouches that no execution under this lease is still pending
     /// on the device (or uses [`Lease::release_after`]). Never calls the runtime.
     pub fn release(self) {

@@ -43,3 +43,5 @@ pub mod probe;
 pub mod select;
 pub mod export;
 pub mod ffi;
+pub mod correctness;
+pub mod audit;

@@ -2,6 +2,8 @@
 //! checked transform through a lease.
 #![allow(dead_code)]
 
+pub mod shim;
+
 use std::sync::Arc;
 use std::time::Duration;
 
