@@ -184,7 +184,11 @@ fn header() {
     let path = root().join("include/hipfft_pool.h");
     let fresh = generate_header();
     if std::env::var_os("HFP_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &fresh).unwrap();
+        // Written beside it and renamed, so a test compiling the header meanwhile never
+        // reads half a file.
+        let tmp = path.with_extension("h.new");
+        std::fs::write(&tmp, &fresh).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
         eprintln!("c_abi: wrote {}", path.display());
         return;
     }

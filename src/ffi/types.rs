@@ -201,7 +201,7 @@ impl hfp_plan_desc {
     ///
     /// # Safety
     /// When `rank` is 1..=3, non-null embed pointers point to `rank` readable `int64_t`s.
-    pub(crate) unsafe fn to_desc(&self) -> Result<PlanDesc, DescError> {
+    pub(crate) unsafe fn to_desc(self) -> Result<PlanDesc, DescError> {
         let transform = TransformType::from_raw(self.transform)?;
         if !(1..=3).contains(&self.rank) {
             return Err(DescError::RankOutOfRange { value: self.rank as i64 });
