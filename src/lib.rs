@@ -45,3 +45,4 @@ pub mod export;
 pub mod ffi;
 pub mod correctness;
 pub mod audit;
+pub mod serve;

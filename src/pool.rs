@@ -64,7 +64,7 @@ struct Inner {
 }
 
 /// Tells a thrashing cache from a cold one: a thrashing cache keeps re-creating plans it
-/// evicted moments ago. Recently evicted keys are remembered (a ghost list as long as the
+/// evicted moments ago. Recently evicted keys are remembered (a ghost list four times the
 /// capacity); when at least half of the last `2 * capacity` misses hit a ghost, the pool
 /// warns, at most once a minute, and never fails for it.
 struct ThrashDetector {
@@ -80,7 +80,8 @@ impl ThrashDetector {
 
     fn evicted(&mut self, key: PlanDesc, capacity: usize) {
         self.ghosts.put(key, ());
-        while self.ghosts.len() > capacity.max(8) {
+        // Long enough to recognise a cycle a few times the capacity (26 shapes at 8, say).
+        while self.ghosts.len() > (4 * capacity).max(64) {
             self.ghosts.pop_lru();
         }
     }

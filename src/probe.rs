@@ -82,12 +82,30 @@ pub fn load_shapes(path: &Path) -> Result<Vec<ProbeShape>> {
     parse_shapes(&text)
 }
 
-/// One transform the probe is about to run, for progress reporting.
+/// One shape the probe is about to run (or has just run), for progress reporting.
 #[derive(Clone, Copy, Debug)]
 pub struct Step<'a> {
     pub cycle: usize,
+    /// Position in the run order (0-based, within the cycle).
     pub index: usize,
+    /// Index of the shape in the shape list (`order[index]`).
+    pub shape_index: usize,
+    /// Steps before this one over the whole run (0-based, across cycles).
+    pub step: usize,
     pub shape: &'a ProbeShape,
+}
+
+/// How the probe drives each lease; the defaults are what MLX does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Pass no work area to the execution: the plans own theirs (made with
+    /// `PlanOptions { auto_allocation: true }`).
+    pub auto_alloc: bool,
+    /// Synchronize the stream after each execution and release the lease at once
+    /// ([`ProbeLease::release_now`]) instead of handing it back through
+    /// [`ProbeLease::finish`]: every plan is idle again before the next acquire, so an
+    /// eviction always finds idle plans and destroys them on the spot.
+    pub sync_before_release: bool,
 }
 
 /// Where plans come from: the pool, or a baseline the caller supplies (see `--mode legacy`).
@@ -103,6 +121,14 @@ pub trait ProbeLease {
     fn exec(&self, stream: &Stream, input: &DeviceBuffer, output: &DeviceBuffer, direction: Direction, work: Option<&DeviceBuffer>) -> Result<()>;
     /// Hands the lease back once the stream's work completes.
     fn finish(self, stream: &Stream) -> Result<()>;
+    /// Hands the lease back now; the probe has synchronized the stream.
+    fn release_now(self) -> Result<()>
+    where
+        Self: Sized,
+    {
+        drop(self);
+        Ok(())
+    }
 }
 
 impl PlanSource for PlanPool {
@@ -154,7 +180,24 @@ pub fn run<S: PlanSource>(
     cycles: usize,
     device: i32,
     seed: u64,
+    on_step: impl FnMut(Step<'_>),
+) -> ProbeOutcome {
+    run_with(source, shapes, order, cycles, device, seed, RunOptions::default(), on_step, |_, _| {})
+}
+
+/// [`run`] with options, and a second hook called after each shape with whether it ran
+/// (for timelines: sample the live handles there).
+#[allow(clippy::too_many_arguments)]
+pub fn run_with<S: PlanSource>(
+    source: &S,
+    shapes: &[ProbeShape],
+    order: &[usize],
+    cycles: usize,
+    device: i32,
+    seed: u64,
+    options: RunOptions,
     mut on_step: impl FnMut(Step<'_>),
+    mut after_step: impl FnMut(Step<'_>, bool),
 ) -> ProbeOutcome {
     let started = Instant::now();
     let mut out = ProbeOutcome { correct: true, ..Default::default() };
@@ -167,11 +210,20 @@ pub fn run<S: PlanSource>(
             return out;
         }
     };
+    let mut step = 0;
     'outer: for cycle in 0..cycles {
         for (pos, &index) in order.iter().enumerate() {
-            let shape = &shapes[index];
-            on_step(Step { cycle, index: pos, shape });
-            match run_one(source, &rt, &stream, shape, device, seed ^ ((cycle as u64) << 32) ^ index as u64) {
+            let Some(shape) = shapes.get(index) else {
+                out.correct = false;
+                out.failure = Some(format!("order names shape {index}, but there are {} shapes", shapes.len()));
+                break 'outer;
+            };
+            let at = Step { cycle, index: pos, shape_index: index, step, shape };
+            step += 1;
+            on_step(at);
+            let ran = run_one(source, &rt, &stream, shape, device, seed ^ ((cycle as u64) << 32) ^ index as u64, options);
+            after_step(at, ran.is_ok());
+            match ran {
                 Ok(errors) => {
                     for (err, bar) in errors {
                         out.transforms += 1;
@@ -208,6 +260,7 @@ fn run_one<S: PlanSource>(
     shape: &ProbeShape,
     device: i32,
     seed: u64,
+    options: RunOptions,
 ) -> Result<Vec<(f64, f64)>> {
     let desc = shape.desc(device)?;
     let ext = desc.validate()?;
@@ -219,13 +272,21 @@ fn run_one<S: PlanSource>(
         let d_in = DeviceBuffer::from_host(rt, &input)?;
         let d_out = DeviceBuffer::new(rt, ext.output_bytes)?;
         let lease = source.acquire(&desc)?;
-        // As MLX does: a work area per execution, from the caller's allocator.
+        // As MLX does: a work area per execution, from the caller's allocator (unless the
+        // plan owns its own).
         let work = match lease.work_size() {
+            _ if options.auto_alloc => None,
             0 => None,
             n => Some(DeviceBuffer::new(rt, n)?),
         };
         let exec = lease.exec(stream, &d_in, &d_out, direction, work.as_ref());
-        let finished = lease.finish(stream);
+        let finished = if options.sync_before_release {
+            let synced = stream.synchronize();
+            let released = lease.release_now();
+            synced.and(released)
+        } else {
+            lease.finish(stream)
+        };
         exec?;
         finished?;
         // hipMemcpy does not wait for non-blocking streams; and the buffers are freed only
@@ -236,6 +297,17 @@ fn run_one<S: PlanSource>(
         results.push((reference::rel_l2_error(&reference::gather_output(&desc, &got), &want), bar));
     }
     Ok(results)
+}
+
+/// The single-shape control: shape `index` of `len`, `times` times over (one plan, reused).
+pub fn repeat_order(len: usize, index: usize, times: usize) -> Result<Vec<usize>> {
+    if index >= len {
+        return Err(Error::invalid_argument("repeat-shape", format!("{index} is past the last shape ({} shapes, numbered from 0)", len)));
+    }
+    if times == 0 {
+        return Err(Error::invalid_argument("repeat", "must be at least 1"));
+    }
+    Ok(vec![index; times])
 }
 
 /// The order the shapes run in: `forward`, `reverse` or `shuffle:SEED`.

@@ -4,8 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod counting;
+mod hang;
 mod info;
+mod legacy;
+mod plot;
 mod probe;
+mod sweep;
 
 #[derive(Parser, Debug)]
 #[command(name = "hipfft-pool", version, about = "A hipFFT plan pool: probe, sweep and inspect")]
@@ -18,6 +23,9 @@ pub struct Cli {
 pub enum Command {
     /// Cycle the probe shapes through the pool and check every result.
     Probe(probe::ProbeArgs),
+    /// Run the probe at each configuration in a child process, kill hung runs after
+    /// recording their backtraces, and write a report (docs/investigation.md).
+    Sweep(sweep::SweepArgs),
     /// Show the runtime found, its libraries and devices, and the effective configuration.
     Info(info::InfoArgs),
 }
@@ -27,6 +35,7 @@ pub fn run(cli: Cli) -> hipfft_pool::Result<ExitCode> {
     match cli.command {
         Command::Probe(a) => probe::run(a),
         Command::Info(a) => info::run(a),
+        Command::Sweep(a) => sweep::run(a),
     }
 }
 
