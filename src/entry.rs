@@ -102,10 +102,12 @@ impl Core {
         entry.dev.ceiling.release();
     }
 
-    /// Destroys a retired plan whose last lease went, removing it from the retired set.
+    /// Destroys a retired plan whose last lease went, then removes it from the retired set
+    /// (in that order, so that a shutdown waiting for the set to empty also waits for the
+    /// destroy to return).
     pub(crate) fn destroy_retired(&self, entry: Arc<PlanEntry>) {
-        lock(&self.retired).remove(&entry.plan);
         self.destroy(&entry);
+        lock(&self.retired).remove(&entry.plan);
     }
 }
 

@@ -151,6 +151,7 @@ enum Step {
     Join(Arc<Flight>),
     Create(Arc<Flight>),
     Destroy(Arc<PlanEntry>),
+    DestroyRetired(Arc<PlanEntry>),
     Wait,
 }
 
@@ -348,8 +349,7 @@ impl PlanPool {
                     Step::Create(f)
                 } else if let Ok(e) = self.retire_rx.try_recv() {
                     // A retired plan whose last lease went: destroy it here, not later.
-                    lock(&self.core.retired).remove(&e.plan);
-                    Step::Destroy(e)
+                    Step::DestroyRetired(e)
                 } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
                     Step::Destroy(e)
                 } else {
@@ -377,6 +377,7 @@ impl PlanPool {
                     }
                 }
                 Step::Destroy(entry) => self.core.destroy(&entry),
+                Step::DestroyRetired(entry) => self.core.destroy_retired(entry),
                 Step::Wait => {
                     if !flushed {
                         flushed = true;
