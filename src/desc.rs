@@ -320,6 +320,23 @@ impl PlanDesc {
         &self.n[..self.rank()]
     }
 
+    /// The layouts to hand to `hipfftMakePlanMany64` / `cufftMakePlanMany64`. The libraries
+    /// take the advanced layout only when *both* embeds are given (cuFFT rejects one null
+    /// embed with INVALID_VALUE), so a side left packed is spelled out as its packed layout
+    /// whenever the other side has one. `None` means both embeds null.
+    pub fn library_layouts(&self) -> Option<(Layout, Layout)> {
+        if self.input.is_none() && self.output.is_none() {
+            return None;
+        }
+        let ext = self.validate().ok()?;
+        let r = self.rank();
+        let packed = |dims: &[i64; 3]| Layout::new(&dims[..r], 1, dims[..r].iter().product());
+        Some((
+            self.input.unwrap_or_else(|| packed(&ext.input_dims)),
+            self.output.unwrap_or_else(|| packed(&ext.output_dims)),
+        ))
+    }
+
     /// Checks every field before any runtime call and returns the derived extents.
     pub fn validate(&self) -> Result<Extents, DescError> {
         if self.device < 0 {

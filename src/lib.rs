@@ -43,6 +43,7 @@ pub mod buffer;
 pub mod probe;
 pub mod select;
 pub mod export;
+pub mod ffi;
 pub mod correctness;
 pub mod audit;
 pub mod serve;

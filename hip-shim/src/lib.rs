@@ -273,6 +273,10 @@ pub unsafe extern "C" fn hipfftMakePlanMany64(
         if n.is_null() || !(1..=3).contains(&rank) {
             return fft::INVALID_VALUE;
         }
+        // As cuFFT (and hipFFT over it): the advanced layout needs both embeds.
+        if inembed.is_null() != onembed.is_null() {
+            return fft::INVALID_VALUE;
+        }
         let Ok(transform) = TransformType::from_raw(ty) else { return fft::INVALID_TYPE };
         let r = rank as usize;
         let dims = unsafe { std::slice::from_raw_parts(n, r) };

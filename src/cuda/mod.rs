@@ -98,19 +98,21 @@ impl Runtime for CudaRuntime {
         // Packed sides get a null embed; their stride/dist are ignored by cuFFT but set to
         // the packed values anyway.
         let packed = |dims: &[i64; 3]| dims[..r].iter().product::<i64>();
+        // cuFFT takes the advanced layout only from two embeds: a packed side is spelled out.
+        let layouts = desc.library_layouts();
         let (mut iembed, istride, idist) =
-            desc.input.map_or(([0; 3], 1, packed(&extents.input_dims)), |l| (l.embed, l.stride, l.dist));
+            layouts.map_or(([0; 3], 1, packed(&extents.input_dims)), |(l, _)| (l.embed, l.stride, l.dist));
         let (mut oembed, ostride, odist) =
-            desc.output.map_or(([0; 3], 1, packed(&extents.output_dims)), |l| (l.embed, l.stride, l.dist));
+            layouts.map_or(([0; 3], 1, packed(&extents.output_dims)), |(_, l)| (l.embed, l.stride, l.dist));
         let plan = result::cufft_create()?;
         let made = result::cufft_set_auto_allocation(plan, options.auto_allocation).and_then(|()| {
             result::cufft_make_plan_many64(
                 plan,
                 &mut n[..r],
-                desc.input.is_some().then_some(&mut iembed[..r]),
+                layouts.is_some().then_some(&mut iembed[..r]),
                 istride,
                 idist,
-                desc.output.is_some().then_some(&mut oembed[..r]),
+                layouts.is_some().then_some(&mut oembed[..r]),
                 ostride,
                 odist,
                 desc.transform,

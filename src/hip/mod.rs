@@ -442,18 +442,21 @@ impl Runtime for HipRuntime {
         let r = desc.rank();
         let mut n = [0i64; 3];
         n[..r].copy_from_slice(desc.dims());
-        let mut in_embed = desc.input.map(|l| l.embed);
-        let mut out_embed = desc.output.map(|l| l.embed);
+        // Both embeds null, or both given (a packed side spelled out): hipFFT, like cuFFT,
+        // takes the advanced layout only from two embeds.
+        let layouts = desc.library_layouts();
+        let mut in_embed = layouts.map(|(i, _)| i.embed);
+        let mut out_embed = layouts.map(|(_, o)| o.embed);
         // A null embed selects the packed layout; its stride and distance are then ignored,
         // but they are passed as the packed values so either reading agrees.
         let input = result::Side {
-            stride: desc.input.map_or(1, |l| l.stride),
-            dist: desc.input.map_or(packed_dist(&ext.input_dims[..r]), |l| l.dist),
+            stride: layouts.map_or(1, |(i, _)| i.stride),
+            dist: layouts.map_or(packed_dist(&ext.input_dims[..r]), |(i, _)| i.dist),
             embed: in_embed.as_mut(),
         };
         let output = result::Side {
-            stride: desc.output.map_or(1, |l| l.stride),
-            dist: desc.output.map_or(packed_dist(&ext.output_dims[..r]), |l| l.dist),
+            stride: layouts.map_or(1, |(_, o)| o.stride),
+            dist: layouts.map_or(packed_dist(&ext.output_dims[..r]), |(_, o)| o.dist),
             embed: out_embed.as_mut(),
         };
         // SAFETY: resolved hipFFT; the handle is destroyed below if making it fails.
@@ -756,12 +759,13 @@ mod tests {
                 auto: 0,
             }
         );
-        // Advanced layout on the input only, auto-allocation on.
+        // Advanced layout on the input only, auto-allocation on: the packed output is spelled
+        // out, since hipFFT (like cuFFT) takes the advanced layout only from two embeds.
         let desc = PlanDesc::new(TransformType::Z2Z, &[6], 2).with_input_layout(Layout::new(&[8], 2, 17));
         rt.plan_create(&desc, PlanOptions { auto_allocation: true }).unwrap();
         let args = MADE.lock().unwrap().take().unwrap();
         assert_eq!((args.inembed, args.istride, args.idist), (Some(vec![8]), 2, 17));
-        assert_eq!((args.onembed, args.ostride, args.odist), (None, 1, 6));
+        assert_eq!((args.onembed, args.ostride, args.odist), (Some(vec![6]), 1, 6));
         assert_eq!((args.ty, args.auto), (0x69, 1));
     }
 
