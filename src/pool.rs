@@ -345,7 +345,7 @@ impl PlanPool {
                             // Evicted before we got to it: go round again.
                         }
                         Some(Err(e)) => return Err(e),
-                        None => return Err(self.timeout_error(desc, started)),
+                        None => return Err(self.timeout_error(desc, started, true)),
                     }
                 }
                 Step::Destroy(entry) => self.core.destroy(&entry),
@@ -378,14 +378,14 @@ impl PlanPool {
                     c.ceiling_wait_latency.record(wait_started.elapsed());
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
-                        return Err(self.timeout_error(desc, started));
+                        return Err(self.timeout_error(desc, started, false));
                     }
                 }
             }
         }
     }
 
-    fn timeout_error(&self, desc: &PlanDesc, started: Instant) -> Error {
+    fn timeout_error(&self, desc: &PlanDesc, started: Instant, joined_creation: bool) -> Error {
         let m = self.metrics_for(desc.device);
         Error::CeilingTimeout {
             device: desc.device,
@@ -397,6 +397,7 @@ impl PlanPool {
                 retired: m.retired_pending,
                 ceiling: m.ceiling,
             },
+            joined_creation,
         }
     }
 
