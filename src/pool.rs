@@ -47,7 +47,10 @@ pub struct PlanPool {
     plan_options: PlanOptions,
     /// Disconnects when the completion thread has ended.
     completion_done: Receiver<()>,
+    /// The destroyer and completion threads end on their own once every plan is gone (a
+    /// destroy may block forever, so they are never joined); the watchdog is joined on drop.
     _threads: Vec<JoinHandle<()>>,
+    watchdog: Option<(JoinHandle<()>, crossbeam_channel::Sender<()>)>,
 }
 
 struct Inner {
@@ -177,7 +180,8 @@ impl PlanPool {
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
         let (completion_tx, completion_rx) = unbounded();
         let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
-        Watchdog::spawn(Arc::downgrade(&watchdog), config.watchdog_threshold);
+        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), config.watchdog_threshold)
+            .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?;
         let core = Arc::new(Core {
             runtime,
             ceilings,
@@ -228,6 +232,7 @@ impl PlanPool {
             plan_options: config.plan_options,
             completion_done,
             _threads: vec![destroyer, completion],
+            watchdog: Some((watchdog_thread, watchdog_stop)),
         })
     }
 
@@ -757,6 +762,10 @@ impl PlanPool {
 impl Drop for PlanPool {
     fn drop(&mut self) {
         self.shutdown();
+        if let Some((thread, stop)) = self.watchdog.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
     }
 }
 

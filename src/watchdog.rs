@@ -126,12 +126,16 @@ impl Watchdog {
         stalled
     }
 
-    /// Starts the thread that scans `dog` until it is dropped.
-    pub(crate) fn spawn(dog: Weak<Watchdog>, threshold: Duration) {
+    /// Starts the thread that scans `dog`. It ends at once when the returned sender is
+    /// dropped (or when `dog` is gone), so a pool's teardown can join it.
+    pub(crate) fn spawn(
+        dog: Weak<Watchdog>,
+        threshold: Duration,
+    ) -> std::io::Result<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)> {
         let period = (threshold / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
-        let _ = std::thread::Builder::new().name("hipfft-pool-watchdog".into()).spawn(move || {
-            loop {
-                std::thread::sleep(period);
+        let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+        let handle = std::thread::Builder::new().name("hipfft-pool-watchdog".into()).spawn(move || {
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(period) {
                 match dog.upgrade() {
                     Some(d) => {
                         d.scan();
@@ -139,7 +143,8 @@ impl Watchdog {
                     None => return,
                 }
             }
-        });
+        })?;
+        Ok((handle, stop_tx))
     }
 }
 

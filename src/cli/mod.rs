@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod counting;
 mod hang;
 mod info;
 mod legacy;

@@ -38,7 +38,7 @@ use hipfft_pool::probe::{self, PlanSource, ProbeOutcome, ProbeShape, RunOptions}
 use hipfft_pool::sim::SimRuntime;
 use hipfft_pool::{Error, PlanOptions, PlanPool, PoolConfig, Result, Runtime};
 
-use super::counting::{CountingRuntime, PlanCounts};
+use hipfft_pool::audit::{AuditedRuntime, PlanCounts};
 use super::legacy::{DestroyMode, LegacyCache};
 use super::plot::{self, HLine, Series, TimelineRow};
 
@@ -490,7 +490,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         None => a.capacity.unwrap_or(env_cfg.capacity),
     };
     let (rt, sim) = open_runtime(choice)?;
-    let (rt, plan_counts) = CountingRuntime::wrap(rt);
+    let (rt, plan_counts) = AuditedRuntime::counting(rt);
     let runtime_name = rt.kind().to_string();
     let block_above = sim.as_ref().and_then(|s| s.config().block_above_live);
     let label = a.label.clone().unwrap_or_else(|| {

@@ -99,6 +99,10 @@ impl SimRuntime {
     pub fn live_handles(&self) -> usize {
         self.plans.live()
     }
+    /// Made handles alive on `device`.
+    pub fn live_handles_on(&self, device: i32) -> usize {
+        self.plans.live_on(device)
+    }
     pub fn peak_live_handles(&self) -> usize {
         self.plans.peak()
     }

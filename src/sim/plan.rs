@@ -135,6 +135,10 @@ impl Plans {
     pub(crate) fn destroyed(&self) -> u64 {
         self.destroyed.load(Ordering::SeqCst)
     }
+    /// Made handles alive on one device (those still being created are not yet counted).
+    pub(crate) fn live_on(&self, device: i32) -> usize {
+        self.map.lock().values().filter(|p| p.device == device).count()
+    }
     pub(crate) fn is_live(&self, raw: RawPlan) -> bool {
         self.map.lock().contains_key(&raw)
     }
