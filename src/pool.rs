@@ -724,11 +724,12 @@ impl PlanPool {
             // The destroyer thread may be the one destroying them: give it a moment.
             std::thread::sleep(Duration::from_millis(1));
         };
-        // The completion thread ends once its queue is empty; then its events are free.
+        // The completion thread ends once its queue is empty; then all its events are free.
+        // Those still pending (the wait ran out) are destroyed when they complete: after
+        // the shutdown, a recycled event is destroyed, not listed (`completion::recycle`).
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
-        if self.completion_done.recv_timeout(left).is_err_and(|e| e.is_disconnected()) {
-            self.destroy_free_events();
-        }
+        let _ = self.completion_done.recv_timeout(left);
+        self.destroy_free_events();
         let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
         if !still_leased.is_empty() {
             tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");

@@ -110,3 +110,62 @@ fn shutdown_waits_for_a_creation_that_finishes_during_it() {
         }
     }
 }
+
+/// Defect 4 (event leak; found by the `ops` fuzz target). `release_after` on a lease that
+/// outlived its pool's shutdown made (or took) an event, found the pool shut down, and put
+/// the event back on a free list that shutdown had already destroyed: it was never
+/// destroyed. Each such call leaked a HIP event.
+#[test]
+fn release_after_after_shutdown_leaks_no_event() {
+    let (sim, rt) = sim(SimConfig::default());
+    let cfg = PoolConfig::builder()
+        .capacity(2)
+        .private_ceiling(2)
+        .shutdown_timeout(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let pool = PlanPool::new(cfg, rt.clone()).unwrap();
+    let stream = hipfft_pool::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(8, 1)).unwrap();
+    let report = pool.shutdown();
+    assert!(report.timed_out && report.still_leased.len() == 1, "{report:?}");
+    let e = lease.release_after(stream.raw()).unwrap_err();
+    assert!(matches!(e.error, hipfft_pool::Error::ShutDown), "{}", e.error);
+    drop(e.lease);
+    drop(pool);
+    let until = Instant::now() + Duration::from_secs(5);
+    while sim.live_handles() > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.live_events(), 0, "an event outlived the pool");
+}
+
+/// Defect 4, second path: an execution still pending when shutdown's wait ran out; its
+/// `release_after` event completed later, was recycled onto the destroyed free list, and
+/// leaked.
+#[test]
+fn a_release_after_pending_past_shutdown_leaks_no_event() {
+    let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(300), ..SimConfig::default() });
+    let cfg = PoolConfig::builder()
+        .capacity(2)
+        .private_ceiling(2)
+        .shutdown_timeout(Duration::from_millis(30))
+        .build()
+        .unwrap();
+    let pool = PlanPool::new(cfg, rt.clone()).unwrap();
+    let stream = hipfft_pool::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 1)).unwrap();
+    let job = enqueue(&rt, &lease, &stream, 5);
+    lease.release_after(stream.raw()).unwrap();
+    let report = pool.shutdown();
+    assert!(report.timed_out, "{report:?}");
+    assert!(job.check(&stream) <= 1e-5);
+    drop(pool);
+    let until = Instant::now() + Duration::from_secs(5);
+    while (sim.live_handles() > 0 || sim.live_events() > 0) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.live_events(), 0, "the pending release's event outlived the pool");
+}
