@@ -84,7 +84,7 @@ impl ThrashDetector {
     fn evicted(&mut self, key: PlanDesc, capacity: usize) {
         self.ghosts.put(key, ());
         // Long enough to recognise a cycle a few times the capacity (26 shapes at 8, say).
-        while self.ghosts.len() > (4 * capacity).max(64) {
+        while self.ghosts.len() > capacity.saturating_mul(4).max(64) {
             self.ghosts.pop_lru();
         }
     }
@@ -95,7 +95,7 @@ impl ThrashDetector {
         if ghost {
             Counters::bump(&c.thrash_misses);
         }
-        let window = (2 * capacity).max(16);
+        let window = capacity.saturating_mul(2).max(16);
         self.window.push_back(ghost);
         while self.window.len() > window {
             self.window.pop_front();

@@ -169,3 +169,24 @@ fn a_release_after_pending_past_shutdown_leaks_no_event() {
     assert_eq!(sim.live_handles(), 0);
     assert_eq!(sim.live_events(), 0, "the pending release's event outlived the pool");
 }
+
+/// Defect 5 (overflow; found by the `c_abi` fuzz target). A capacity above `usize::MAX / 4`
+/// (the builder and `hfp_config` take any) overflowed the thrash detector's bounds
+/// (`4 * capacity`) on the first eviction: a panic with overflow checks (the C ABI turned
+/// it into `HFP_INTERNAL_ERROR`), a wrapped bound without. Run under `cargo test` (debug)
+/// this panics without the fix; the fuzz seed `fuzz/corpus/c_abi/huge-capacity` too.
+#[test]
+fn a_huge_capacity_does_not_overflow_the_thrash_detector() {
+    let (sim, rt) = sim(SimConfig::default());
+    let cfg = PoolConfig::builder().capacity(usize::MAX / 2).private_ceiling(usize::MAX).build().unwrap();
+    let pool = PlanPool::new(cfg, rt).unwrap();
+    for n in [8, 16, 8, 32] {
+        drop(pool.acquire(&c2c(n, 1)).unwrap());
+    }
+    assert_eq!(pool.trim(), 3);
+    for n in [8, 16] {
+        drop(pool.acquire(&c2c(n, 1)).unwrap());
+    }
+    pool.shutdown();
+    assert_eq!(sim.live_handles(), 0);
+}
