@@ -174,7 +174,7 @@ fn a_release_after_pending_past_shutdown_leaks_no_event() {
 /// (the builder and `hfp_config` take any) overflowed the thrash detector's bounds
 /// (`4 * capacity`) on the first eviction: a panic with overflow checks (the C ABI turned
 /// it into `HFP_INTERNAL_ERROR`), a wrapped bound without. Run under `cargo test` (debug)
-/// this panics without the fix; the fuzz seed `fuzz/corpus/c_abi/huge-capacity` too.
+/// this panics without the fix; the fuzz seed `fuzz/corpus/c_abi/regression-huge-capacity` too.
 #[test]
 fn a_huge_capacity_does_not_overflow_the_thrash_detector() {
     let (sim, rt) = sim(SimConfig::default());
