@@ -3,8 +3,9 @@
 //! (criterion's elements/s = acquire+release pairs per second over all threads), the pool
 //! against the C++ cache in the same run.
 //!
-//! Each sample starts its threads once; they meet at a barrier, the clock starts when the
-//! barrier opens and stops when the last thread has done its `iters` pairs. Thread `t`
+//! Each sample starts its threads once; they meet at a barrier, and the sample's time runs
+//! from the first thread's start after the barrier to the last thread's end of its `iters`
+//! pairs. Thread `t`
 //! starts its walk through the shapes at `t * 26 / threads`, so threads hit different
 //! plans at any moment, as concurrent streams would.
 
@@ -20,7 +21,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 /// Runs `op(key)` `iters` times on each of `threads` threads, each walking the `n` keys from
 /// its own offset; the wall time until the slowest finishes, from the barrier.
 fn run_threads<F: Fn(usize) + Sync>(threads: usize, iters: u64, n: usize, op: F) -> Duration {
-    let barrier = Barrier::new(threads + 1);
+    let barrier = Barrier::new(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -28,18 +29,20 @@ fn run_threads<F: Fn(usize) + Sync>(threads: usize, iters: u64, n: usize, op: F)
                 s.spawn(move || {
                     let mut k = t * n / threads;
                     barrier.wait();
+                    let start = Instant::now();
                     for _ in 0..iters {
                         op(k);
                         k = if k + 1 == n { 0 } else { k + 1 };
                     }
-                    Instant::now()
+                    (start, Instant::now())
                 })
             })
             .collect();
-        barrier.wait();
-        let start = Instant::now();
-        let end = handles.into_iter().map(|h| h.join().expect("bench thread")).max().unwrap();
-        end.duration_since(start)
+        let spans: Vec<(Instant, Instant)> = handles.into_iter().map(|h| h.join().expect("bench thread")).collect();
+        let start = spans.iter().map(|s| s.0).min().unwrap();
+        let end = spans.iter().map(|s| s.1).max().unwrap();
+        // Never zero (criterion refuses that), even for a sample of one iteration.
+        end.duration_since(start).max(Duration::from_nanos(1))
     })
 }
 

@@ -364,11 +364,26 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             Ok(hrt) => {
                 let i = hrt.info();
                 hip_info = Some(json!({"libraries": i.libraries, "versions": i.versions, "devices": i.devices}));
-                let b = Bench::new("hip-shim", hrt)?;
-                rows.push(b.floor(args.warmup, args.cycles)?);
-                rows.push(b.pool(128, args.warmup, args.cycles, true)?);
-                rows.push(b.pool(8, miss_warmup, args.miss_cycles, true)?);
-                creation.push(b.creation(args.create_reps)?);
+                // A failure here is reported and the cuFFT results still printed.
+                let hip_rows = (|| -> Result<(Vec<Row>, Value)> {
+                    let b = Bench::new("hip-shim", hrt)?;
+                    let rows = vec![
+                        b.floor(args.warmup, args.cycles)?,
+                        b.pool(128, args.warmup, args.cycles, true)?,
+                        b.pool(8, miss_warmup, args.miss_cycles, true)?,
+                    ];
+                    Ok((rows, b.creation(args.create_reps)?))
+                })();
+                match hip_rows {
+                    Ok((r, c)) => {
+                        rows.extend(r);
+                        creation.push(c);
+                    }
+                    Err(e) => {
+                        eprintln!("gpu_bench: hip variants failed: {e}");
+                        hip_skipped = Some(format!("failed: {e}"));
+                    }
+                }
             }
             Err(why) => {
                 eprintln!("gpu_bench: hip variants skipped: {why}");
