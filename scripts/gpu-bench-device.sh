@@ -4,7 +4,7 @@
 #   1. gpu_bench (raw cuFFT floor, the pool at 128 and 8 over cuFFT and over hip-shim,
 #      plan creation with and without the pool),
 #   2. scripts/torch_cupy_bench.py (torch.fft and CuPy at plan-cache sizes 8 and 128),
-#   3. the hit-path and thread criterion benches on this machine's cores,
+#   3. the hit-path, exec-path and thread criterion benches on this machine's cores,
 # then prints one combined table (also written as summary.md). Everything goes to $OUT
 # (or .device/bench-out when OUT is unset). A part that fails is reported and the rest runs.
 # HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part
@@ -50,8 +50,9 @@ cat "$out/torch_cupy.txt"
 echo "== 3/3 CPU benches (hit path, threads up to $(nproc))" >&2
 crit=$(mktemp -d)
 CRITERION_HOME="$crit" "$bin/hit_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/hit_path.txt" 2>&1 || status=1
+CRITERION_HOME="$crit" "$bin/exec_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/exec_path.txt" 2>&1 || status=1
 CRITERION_HOME="$crit" "$bin/threads_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/threads.txt" 2>&1 || status=1
-grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/threads.txt" || true
+grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/threads.txt" || true
 
 python3 - "$out" "$crit" <<'PY'
 import json, os, sys
@@ -130,6 +131,14 @@ if hp:
     p("|---|---|")
     for k in sorted(hp):
         p(f"| {k} | {hp[k]:.1f} |")
+    p("")
+ep = {k.split("/", 1)[1]: v for k, v in cpu.items() if k.startswith("exec_path/")}
+if ep:
+    p("| host cost per call over a runtime that does nothing | median ns |")
+    p("|---|---|")
+    for k in ("raw_exec", "pool_acquire_release", "pool_exec_release", "pool_exec_release_after"):
+        if k in ep:
+            p(f"| {k} | {ep[k]:.1f} |")
     p("")
 th = {}
 for k, v in cpu.items():

@@ -16,7 +16,7 @@ echo "gpu-bench: building (release, --features cuda)" >&2
 cargo build --release --features cuda --example gpu_bench
 cargo build --release -p hip-shim --features cuda
 # The CPU benches too, to run on the device machine's cores (16 there, 2 here).
-bench_json=$(cargo bench --no-run --bench threads --bench hit_path --message-format=json 2>/dev/null)
+bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json 2>/dev/null)
 
 exe_of() { # the bench executable cargo reported for target $1
   printf '%s\n' "$bench_json" | python3 -c '
@@ -34,7 +34,8 @@ for line in sys.stdin:
 
 threads_exe=$(exe_of threads)
 hit_exe=$(exe_of hit_path)
-[ -n "$threads_exe" ] && [ -n "$hit_exe" ] || { echo "gpu-bench: cargo did not report the bench executables" >&2; exit 1; }
+exec_exe=$(exe_of exec_path)
+[ -n "$threads_exe" ] && [ -n "$hit_exe" ] && [ -n "$exec_exe" ] || { echo "gpu-bench: cargo did not report the bench executables" >&2; exit 1; }
 
 rm -rf "$dest"
 mkdir -p "$dest/lib"
@@ -46,6 +47,7 @@ ln -s libhip_shim.so "$dest/lib/libhipfft.so"
 ln -s libhip_shim.so "$dest/lib/libamdhip64.so"
 strip_copy "$threads_exe" "$dest/threads_bench"
 strip_copy "$hit_exe" "$dest/hit_path_bench"
+strip_copy "$exec_exe" "$dest/exec_path_bench"
 commit=$(git rev-parse --short HEAD)
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "${commit}${dirty}" > "$dest/COMMIT"
