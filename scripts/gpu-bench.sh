@@ -16,7 +16,7 @@ echo "gpu-bench: building (release, --features cuda)" >&2
 cargo build --release --features cuda --example gpu_bench
 cargo build --release -p hip-shim --features cuda
 # The CPU benches too, to run on the device machine's cores (16 there, 2 here).
-bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json 2>/dev/null)
+bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json)
 
 exe_of() { # the bench executable cargo reported for target $1
   printf '%s\n' "$bench_json" | python3 -c '
