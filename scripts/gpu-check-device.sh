@@ -18,3 +18,6 @@ log=${OUT:-/tmp}/gpu-check.log
   echo "== probe (hip over shim over cuda)"
   HIPFFT_POOL_HIPFFT_LIB=$d/libhipfft.so HIPFFT_POOL_HIP_LIB=$d/libamdhip64.so HIP_SHIM_BACKEND=cuda "$d/hipfft-pool" probe --runtime hip
 } 2>&1 | tee "$log"
+echo "== sweep (cuda)" | tee -a "$log"
+(cd "${OUT:-/tmp}" && "$d/hipfft-pool" sweep --runtime cuda --investigation --ceiling 12 --runs 3 --timeout 120 --no-progress \
+   --report h200-sweep-report.txt --plot h200-sweep.svg --timeline h200-sweep.csv --json > h200-sweep.json; echo "sweep exit $?") 2>&1 | tail -5 | tee -a "$log"

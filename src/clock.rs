@@ -1,23 +1,27 @@
-//! A recency stamp for the hit path.
+//! The recency clock of one pool.
 //!
-//! Hits must not write a cache line that every thread shares, so the stamp is the CPU's
-//! time-stamp counter where there is one (synchronized across cores on current x86-64
-//! machines), read without a lock and without a shared write. Eviction compares stamps.
+//! Hits must not write a cache line that every thread shares, so the clock is advanced only
+//! on the slow path (each miss, before it looks at the LRU order) and a hit merely copies
+//! its current value into the plan it leased: a relaxed load of a line that stays shared.
+//! Hits between two misses therefore tie; the slow path replays the stamps into the LRU list
+//! (stable for ties), so a plan hit since the last miss always ranks above one that was not,
+//! which is what picking an eviction victim needs. (A time-stamp counter would order every
+//! hit, but `rdtsc` costs more than the rest of the hit together in a virtual machine.)
 
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn stamp() -> u64 {
-    // SAFETY: RDTSC has no preconditions on x86-64.
-    #[allow(unused_unsafe)]
-    unsafe {
-        core::arch::x86_64::_rdtsc()
+use crate::sync::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub(crate) struct Recency(AtomicU64);
+
+impl Recency {
+    /// The stamp a hit records.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
-}
 
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub(crate) fn stamp() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static TICK: AtomicU64 = AtomicU64::new(0);
-    TICK.fetch_add(1, Ordering::Relaxed)
+    /// Starts a new period; returns its stamp. Slow path only.
+    pub(crate) fn advance(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
 }

@@ -19,7 +19,7 @@ use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
 use crate::ceiling::{LiveCeiling, Waiting};
-use crate::clock::stamp;
+use crate::clock::Recency;
 use crate::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
 use crate::entry::{CeilingPlan, Core, Device, PlanEntry};
@@ -42,6 +42,7 @@ pub struct PlanPool {
     inner: Mutex<Inner>,
     retire_rx: Receiver<Arc<PlanEntry>>,
     flush_hook: parking_lot::RwLock<Option<FlushHook>>,
+    recency: Recency,
     acquire_timeout: Duration,
     shutdown_timeout: Duration,
     plan_options: PlanOptions,
@@ -180,7 +181,7 @@ impl PlanPool {
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
         let (completion_tx, completion_rx) = unbounded();
         let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
-        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), config.watchdog_threshold)
+        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
             .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?;
         let core = Arc::new(Core {
             runtime,
@@ -227,6 +228,7 @@ impl PlanPool {
             }),
             retire_rx,
             flush_hook: parking_lot::RwLock::new(None),
+            recency: Recency::default(),
             acquire_timeout: config.acquire_timeout,
             shutdown_timeout: config.shutdown_timeout,
             plan_options: config.plan_options,
@@ -276,7 +278,7 @@ impl PlanPool {
         if !e.state.try_lease() {
             return None;
         }
-        e.last_used.store(stamp(), Ordering::Relaxed);
+        e.last_used.store(self.recency.now(), Ordering::Relaxed);
         e.hits.fetch_add(1, Ordering::Relaxed);
         Some(Lease { entry: e.clone() })
     }
@@ -303,6 +305,8 @@ impl PlanPool {
                 return Ok(lease);
             }
             let epoch = dev.ceiling.epoch();
+            // A new recency period: hits from here on rank above everything stamped before.
+            self.recency.advance();
             let step = {
                 let mut inner = lock(&self.inner);
                 if inner.shut_down {
@@ -344,7 +348,7 @@ impl PlanPool {
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
                             if entry.state.try_lease() {
-                                entry.last_used.store(stamp(), Ordering::Relaxed);
+                                entry.last_used.store(self.recency.now(), Ordering::Relaxed);
                                 return Ok(Lease { entry });
                             }
                             // Evicted before we got to it: go round again.
@@ -430,7 +434,7 @@ impl PlanPool {
             }
         };
         Counters::bump(&c.creations);
-        let now = stamp();
+        let now = self.recency.now();
         let entry = Arc::new(PlanEntry {
             core: self.core.clone(),
             dev: dev.clone(),

@@ -6,13 +6,11 @@
 //! elapsed time) and counts in the `stalled` gauge until it returns. The library never kills
 //! anything: a stalled call is information for a person.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::ceiling::LiveCeiling;
 use crate::desc::PlanDesc;
-use crate::sync::{AtomicU64, Ordering};
 
 /// The call a stalled thread is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -44,113 +42,158 @@ pub struct StalledCall {
 
 struct Call {
     kind: CallKind,
-    ceiling: Arc<LiveCeiling>,
+    /// Valid while the call is registered: the caller holds its device (and so its
+    /// ceiling) for the whole call, and the registration ends before the call returns.
+    ceiling: *const LiveCeiling,
     desc: PlanDesc,
-    thread: String,
-    started: Instant,
+    thread: Arc<str>,
+    /// Scans that have seen this call; it is stalled once they span the threshold.
+    age: u32,
     reported: bool,
 }
 
+// SAFETY: `ceiling` is only read under the slab lock while the call is registered (see above).
+unsafe impl Send for Call {}
+
+#[derive(Default)]
+struct Slab {
+    calls: Vec<Option<Call>>,
+    free: Vec<usize>,
+}
+
+/// Registered calls. Entering and leaving cost a lock and a slot, no allocation once the
+/// slab has grown, no clock read: the scanning thread ages the calls instead.
 pub(crate) struct Watchdog {
     threshold: Duration,
-    next: AtomicU64,
-    calls: parking_lot::Mutex<HashMap<u64, Call>>,
+    period: Duration,
+    slab: parking_lot::Mutex<Slab>,
+}
+
+thread_local! {
+    /// The calling thread's name, made once per thread.
+    static THREAD_NAME: Arc<str> = {
+        let t = std::thread::current();
+        match t.name() {
+            Some(n) => n.into(),
+            None => format!("{:?}", t.id()).into(),
+        }
+    };
 }
 
 pub(crate) struct CallGuard<'a> {
     dog: &'a Watchdog,
-    id: u64,
+    slot: usize,
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        if let Some(c) = self.dog.calls.lock().remove(&self.id)
+        let mut slab = self.dog.slab.lock();
+        let call = slab.calls[self.slot].take();
+        slab.free.push(self.slot);
+        drop(slab);
+        if let Some(c) = call
             && c.reported
         {
-            tracing::warn!(call = c.kind.api_name(), desc = %c.desc, elapsed = ?c.started.elapsed(), "a stalled call returned");
+            tracing::warn!(call = c.kind.api_name(), desc = %c.desc, "a stalled call returned");
         }
     }
 }
 
 impl Watchdog {
     pub(crate) fn new(threshold: Duration) -> Self {
-        Watchdog { threshold, next: AtomicU64::new(0), calls: parking_lot::Mutex::new(HashMap::new()) }
+        let period = (threshold / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
+        Watchdog { threshold, period, slab: Default::default() }
     }
 
     pub(crate) fn enter(&self, kind: CallKind, desc: &PlanDesc, ceiling: &Arc<LiveCeiling>) -> CallGuard<'_> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let t = std::thread::current();
-        let thread = match t.name() {
-            Some(n) => n.to_string(),
-            None => format!("{:?}", t.id()),
+        let thread = THREAD_NAME.with(|n| n.clone());
+        let call = Call { kind, ceiling: Arc::as_ptr(ceiling), desc: *desc, thread, age: 0, reported: false };
+        let mut slab = self.slab.lock();
+        let slot = match slab.free.pop() {
+            Some(i) => {
+                slab.calls[i] = Some(call);
+                i
+            }
+            None => {
+                slab.calls.push(Some(call));
+                slab.calls.len() - 1
+            }
         };
-        self.calls.lock().insert(id, Call { kind, ceiling: ceiling.clone(), desc: *desc, thread, started: Instant::now(), reported: false });
-        CallGuard { dog: self, id }
+        CallGuard { dog: self, slot }
+    }
+
+    /// Scans needed before a call counts as stalled.
+    fn stalled_age(&self) -> u32 {
+        (self.threshold.as_nanos().div_ceil(self.period.as_nanos().max(1))).max(1) as u32
+    }
+
+    fn elapsed(&self, c: &Call) -> Duration {
+        self.period * c.age
     }
 
     /// Calls past the threshold right now.
     pub(crate) fn stalled(&self) -> Vec<StalledCall> {
-        self.calls
-            .lock()
-            .values()
-            .filter(|c| c.started.elapsed() >= self.threshold)
-            .map(describe)
-            .collect()
+        let limit = self.stalled_age();
+        self.slab.lock().calls.iter().flatten().filter(|c| c.age >= limit).map(|c| describe(c, self.elapsed(c))).collect()
     }
 
     /// Calls past the threshold now, of one device or all.
     pub(crate) fn scan_device(&self, device: Option<i32>) -> usize {
-        self.scan();
-        self.calls
+        let limit = self.stalled_age();
+        self.slab
             .lock()
-            .values()
-            .filter(|c| device.is_none_or(|d| d == c.desc.device) && c.started.elapsed() >= self.threshold)
+            .calls
+            .iter()
+            .flatten()
+            .filter(|c| device.is_none_or(|d| d == c.desc.device) && c.age >= limit)
             .count()
     }
 
-    /// Reports each call past the threshold once. Returns how many are stalled.
-    pub(crate) fn scan(&self) -> usize {
-        let mut calls = self.calls.lock();
-        let mut stalled = 0;
-        for c in calls.values_mut() {
-            if c.started.elapsed() < self.threshold {
-                continue;
-            }
-            stalled += 1;
-            if !c.reported {
-                c.reported = true;
-                let s = describe(c);
-                tracing::error!(call = c.kind.api_name(), desc = %c.desc, thread = %c.thread, "{}", s.message);
+    /// Ages every call by one scan and reports each that crossed the threshold, once.
+    fn scan(&self) {
+        let limit = self.stalled_age();
+        let mut reports = Vec::new();
+        {
+            let mut slab = self.slab.lock();
+            for c in slab.calls.iter_mut().flatten() {
+                c.age = c.age.saturating_add(1);
+                if c.age >= limit && !c.reported {
+                    c.reported = true;
+                    reports.push((c.kind, c.desc, describe(c, self.period * c.age)));
+                }
             }
         }
-        stalled
+        for (kind, desc, s) in reports {
+            tracing::error!(call = kind.api_name(), desc = %desc, thread = %s.thread, "{}", s.message);
+        }
     }
 
     /// Starts the thread that scans `dog`. It ends at once when the returned sender is
     /// dropped (or when `dog` is gone), so a pool's teardown can join it.
     pub(crate) fn spawn(
         dog: Weak<Watchdog>,
-        threshold: Duration,
+        period: Duration,
     ) -> std::io::Result<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)> {
-        let period = (threshold / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
         let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
         let handle = std::thread::Builder::new().name("hipfft-pool-watchdog".into()).spawn(move || {
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(period) {
                 match dog.upgrade() {
-                    Some(d) => {
-                        d.scan();
-                    }
+                    Some(d) => d.scan(),
                     None => return,
                 }
             }
         })?;
         Ok((handle, stop_tx))
     }
+
+    pub(crate) fn period(&self) -> Duration {
+        self.period
+    }
 }
 
-fn describe(c: &Call) -> StalledCall {
-    let ceiling = &c.ceiling;
-    let elapsed = c.started.elapsed();
+fn describe(c: &Call, elapsed: Duration) -> StalledCall {
+    // SAFETY: called under the slab lock while `c` is registered (see `Call::ceiling`).
+    let ceiling = unsafe { &*c.ceiling };
     let hint = match c.kind {
         CallKind::Destroy => {
             "; hipfftDestroy can reach hipFree, which synchronizes every stream of the device: \
@@ -160,7 +203,7 @@ fn describe(c: &Call) -> StalledCall {
         CallKind::Exec => "",
     };
     let message = format!(
-        "{} has not returned after {:.1} s (desc {}, thread {}, {} live of ceiling {}){}",
+        "{} has not returned after about {:.1} s (desc {}, thread {}, {} live of ceiling {}){}",
         c.kind.api_name(),
         elapsed.as_secs_f64(),
         c.desc,
@@ -169,5 +212,5 @@ fn describe(c: &Call) -> StalledCall {
         ceiling.limit(),
         hint
     );
-    StalledCall { kind: c.kind, desc: c.desc.to_string(), thread: c.thread.clone(), elapsed_s: elapsed.as_secs_f64(), message }
+    StalledCall { kind: c.kind, desc: c.desc.to_string(), thread: c.thread.to_string(), elapsed_s: elapsed.as_secs_f64(), message }
 }

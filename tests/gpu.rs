@@ -146,3 +146,47 @@ fn fft_pool_invariants_against_the_gpu() {
     assert_eq!(audited.created_total(), audited.destroyed_total());
     assert!(audited.violations().is_empty(), "{:?}", audited.violations());
 }
+
+/// Needs two GPUs (the `nvidia-h200-x2` kind): the probe on both at once from two threads,
+/// plans created on one GPU destroyed while the other is current, the invariants at the
+/// runtime boundary, and every result within the bar.
+#[test]
+fn fft_two_gpus_probe_at_once_and_cross_device_destroys() {
+    let Some(rt) = gpu() else { return };
+    let devices = rt.device_count().unwrap_or(0);
+    if devices < 2 {
+        println!("skipped: {devices} GPU(s); this test needs two");
+        return;
+    }
+    let audited = Arc::new(AuditedRuntime::new(rt));
+    let rt: Arc<dyn Runtime> = audited.clone();
+    const CEILING: usize = 12;
+    let cfg = PoolConfig::builder().capacity(8).private_ceiling(CEILING).acquire_timeout(Duration::from_secs(60)).build().unwrap();
+    let pool = Arc::new(PlanPool::new(cfg, rt.clone()).unwrap());
+    let shapes = probe::embedded_shapes();
+    let threads: Vec<_> = (0..2)
+        .map(|d| {
+            let (pool, rt, shapes) = (pool.clone(), rt.clone(), shapes.clone());
+            std::thread::spawn(move || {
+                rt.set_device(d).unwrap();
+                let order = probe::order(shapes.len(), "forward").unwrap();
+                probe::run(&*pool, &shapes, &order, 3, d, d as u64, |_| {})
+            })
+        })
+        .collect();
+    for (d, t) in threads.into_iter().enumerate() {
+        let o = t.join().unwrap();
+        println!("device {d}: {} transforms, max error {:.2e}, {:?}", o.transforms, o.max_rel_error, o.failure);
+        assert!(o.correct && o.transforms == 90);
+    }
+    // Destroy device 1's plans from a thread where device 0 is current.
+    rt.set_device(0).unwrap();
+    let destroyed = pool.trim();
+    assert_eq!(rt.current_device().unwrap(), 0);
+    let by_device = pool.metrics_by_device();
+    println!("trimmed {destroyed} plans from device 0's thread; per device: {:?}", by_device.iter().map(|(d, m)| (*d, m.creations, m.destroys)).collect::<Vec<_>>());
+    pool.shutdown();
+    assert!(audited.peak_live_handles() <= CEILING);
+    assert_eq!(audited.live_handles(), 0);
+    assert!(audited.violations().is_empty(), "{:?}", audited.violations());
+}

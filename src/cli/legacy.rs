@@ -204,9 +204,10 @@ impl LegacyCache {
             self.shared.counts.cached.store(0, Ordering::SeqCst);
             v
         };
-        if self.destroy == DestroyMode::Eager && !plans.is_empty() {
-            self.sync_streams();
-        }
+        // Nothing is in flight any more (`reap(true)` waited for every reference), and the
+        // streams the plans ran on may be destroyed by now: synchronizing a destroyed stream
+        // is a use after free on CUDA (it crashed the H200 run), so no stream is touched here.
+        lock(&self.shared.streams).clear();
         drop(plans);
     }
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The device side of the GPU benchmark: runs on the machine with the GPU, from the
+# repository root, with .device/bench staged by scripts/gpu-bench.sh. Runs
+#   1. gpu_bench (raw cuFFT floor, the pool at 128 and 8 over cuFFT and over hip-shim,
+#      plan creation with and without the pool),
+#   2. scripts/torch_cupy_bench.py (torch.fft and CuPy at plan-cache sizes 8 and 128),
+#   3. the hit-path, exec-path and thread criterion benches on this machine's cores,
+# then prints one combined table (also written as summary.md). Everything goes to $OUT
+# (or .device/bench-out when OUT is unset). A part that fails is reported and the rest runs.
+# HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part
+# (e.g. HFP_GPU_BENCH_ARGS="--runtime sim --cycles 20" to try the script without a GPU).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bin=${HFP_BENCH_DIR:-$root/.device/bench}
+out=${OUT:-$root/.device/bench-out}
+mkdir -p "$out"
+status=0
+
+if [ ! -x "$bin/gpu_bench" ]; then
+  echo "gpu-bench-device: $bin/gpu_bench is missing: run scripts/gpu-bench.sh first (and carry .device/bench)" >&2
+  exit 1
+fi
+cuda_env=(env "LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $(cat "$bin/COMMIT" 2>/dev/null || echo unknown)"
+  echo "host: $(uname -srm), $(nproc) cores"
+  grep -m1 'model name' /proc/cpuinfo 2>/dev/null || true
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not available"
+} | tee "$out/machine.txt"
+
+echo "== 1/3 gpu_bench" >&2
+"${cuda_env[@]}" HIPFFT_POOL_HIPFFT_LIB="$bin/lib/libhipfft.so" HIPFFT_POOL_HIP_LIB="$bin/lib/libamdhip64.so" \
+  "$bin/gpu_bench" --json "$out/gpu_bench.json" ${HFP_GPU_BENCH_ARGS:-} > "$out/gpu_bench.txt" 2> "$out/gpu_bench.err" || {
+  echo "gpu-bench-device: gpu_bench failed (rc $?)" >&2
+  status=1
+}
+cat "$out/gpu_bench.txt" "$out/gpu_bench.err"
+
+echo "== 2/3 torch / CuPy" >&2
+# The frameworks' own CUDA libraries, not /usr/local/cuda's.
+python3 "$root/scripts/torch_cupy_bench.py" --json "$out/torch_cupy.json" ${HFP_PY_BENCH_ARGS:-} > "$out/torch_cupy.txt" 2>&1 || {
+  echo "gpu-bench-device: torch_cupy_bench.py failed (rc $?)" >&2
+  status=1
+}
+cat "$out/torch_cupy.txt"
+
+echo "== 3/3 CPU benches (hit path, threads up to $(nproc))" >&2
+crit=$(mktemp -d)
+CRITERION_HOME="$crit" "$bin/hit_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/hit_path.txt" 2>&1 || status=1
+CRITERION_HOME="$crit" "$bin/exec_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/exec_path.txt" 2>&1 || status=1
+CRITERION_HOME="$crit" "$bin/threads_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/threads.txt" 2>&1 || status=1
+grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/threads.txt" || true
+
+python3 - "$out" "$crit" <<'PY'
+import json, os, sys
+out, crit = sys.argv[1], sys.argv[2]
+
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+
+# Criterion medians (ns per iteration) of every bench that ran.
+cpu = {}
+for dirpath, _, files in os.walk(crit):
+    if "estimates.json" in files and os.path.basename(dirpath) == "new":
+        with open(os.path.join(dirpath, "estimates.json")) as f:
+            est = json.load(f)
+        bench_json = os.path.join(dirpath, "benchmark.json")
+        name = os.path.relpath(os.path.dirname(dirpath), crit)
+        if os.path.exists(bench_json):
+            with open(bench_json) as f:
+                name = json.load(f).get("full_id", name)
+        cpu[name] = est["median"]["point_estimate"]
+with open(os.path.join(out, "cpu_benches.json"), "w") as f:
+    json.dump({"median_ns_per_iter": cpu}, f, indent=2)
+
+g, t = load("gpu_bench.json"), load("torch_cupy.json")
+lines = []
+p = lines.append
+machine = open(os.path.join(out, "machine.txt")).read().strip().splitlines()
+p("# GPU benchmark, combined")
+p("")
+for m in machine:
+    p(f"- {m}")
+p("")
+p("## Per call, 26-shape cycle (median us; one stream, synchronized per cycle)")
+p("")
+p("| provider | runtime | plan cache | us per call | x raw floor |")
+p("|---|---|---|---|---|")
+floor = None
+pool128 = None
+primary = g.get("runtime", "cuda")
+for v in g.get("variants", []):
+    if v["runtime"] == primary and v["capacity"] is None:
+        floor = v["per_call"]["median_us"]
+for v in g.get("variants", []):
+    med = v["per_call"]["median_us"]
+    cap = v["capacity"] if v["capacity"] is not None else "none (plans made beforehand)"
+    if v["runtime"] == primary and v["capacity"] == 128 and v["detail"].get("release") == "release_after":
+        pool128 = med
+    name = "raw plans made beforehand, no cache (the floor)" if v["capacity"] is None else "hipfft-pool, " + v["detail"].get("release", "")
+    p(f"| {name} | {v['runtime']} | {cap} | {med:.2f} | {med / floor:.3f} |" if floor else f"| {name} | {v['runtime']} | {cap} | {med:.2f} | |")
+torch_hit = None
+for fw in ("torch", "cupy"):
+    r = t.get(fw, {})
+    if "runs" not in r:
+        p(f"| {fw} | | | skipped: {r.get('skipped', r.get('error', '?'))} | |")
+        continue
+    for run in r["runs"]:
+        med = run["per_call"]["median_us"]
+        if run["framework"] == "torch.fft" and run["cache_size"] >= 26:
+            torch_hit = med
+        ratio = f"{med / floor:.3f}" if floor else ""
+        p(f"| {run['framework']} {r['version']} | cuda | {run['cache_size']} | {med:.2f} | {ratio} |")
+p("")
+for c in g.get("creation", []):
+    p(f"Plan creation ({c['runtime']}): raw destroy+create {c['mean_raw_us']:.1f} us (create alone {c['mean_raw_create_only_us']:.1f} us), "
+      f"pool miss at capacity 1 {c['mean_pool_us']:.1f} us: the pool adds {c['overhead_pct']:+.2f}% (mean of per-shape medians)")
+p("")
+p("## CPU (this machine's cores)")
+p("")
+hp = {k.split("/", 1)[1]: v for k, v in cpu.items() if k.startswith("hit_path/")}
+if hp:
+    p("| hit path (acquire + release) | median ns |")
+    p("|---|---|")
+    for k in sorted(hp):
+        p(f"| {k} | {hp[k]:.1f} |")
+    p("")
+ep = {k.split("/", 1)[1]: v for k, v in cpu.items() if k.startswith("exec_path/")}
+if ep:
+    p("| host cost per call over a runtime that does nothing | median ns |")
+    p("|---|---|")
+    for k in ("raw_exec", "pool_acquire_release", "pool_exec_release", "pool_exec_release_after"):
+        if k in ep:
+            p(f"| {k} | {ep[k]:.1f} |")
+    p("")
+th = {}
+for k, v in cpu.items():
+    if k.startswith("threads/"):
+        _, who, n = k.split("/")
+        th.setdefault(int(n), {})[who] = int(n) / (v * 1e-9)
+if th:
+    p("| threads | pool Mops/s | baseline Mops/s | pool / baseline |")
+    p("|---|---|---|---|")
+    for n in sorted(th):
+        a, b = th[n].get("pool"), th[n].get("baseline")
+        if a and b:
+            p(f"| {n} | {a / 1e6:.1f} | {b / 1e6:.1f} | {a / b:.2f} |")
+    p("")
+p("## Targets")
+p("")
+if floor and pool128:
+    p(f"- pool at capacity 128 within 5% of the raw floor: {100 * (pool128 / floor - 1):+.1f}% -> {'met' if pool128 <= 1.05 * floor else 'missed'}")
+if pool128 and torch_hit:
+    p(f"- 3x fewer us per call than torch.fft with its cache holding the set: {torch_hit / pool128:.2f}x -> {'met' if torch_hit >= 3 * pool128 else 'missed'}")
+for c in g.get("creation", []):
+    if c["runtime"] == primary:
+        p(f"- the pool adds under 2% to plan creation: {c['overhead_pct']:+.2f}% -> {'met' if c['overhead_pct'] < 2 else 'missed'}")
+if hp.get("pool/26_keys") and hp.get("baseline/26_keys"):
+    r = hp["baseline/26_keys"] / hp["pool/26_keys"]
+    p(f"- hit path 2x faster than the C++ baseline and at most 50 ns: {r:.2f}x, {hp['pool/26_keys']:.1f} ns -> {'met' if r >= 2 and hp['pool/26_keys'] <= 50 else 'missed'}")
+if th:
+    n = max(th)
+    a, b = th[n].get("pool"), th[n].get("baseline")
+    if a and b:
+        p(f"- at {n} threads, 4x the baseline's throughput: {a / b:.2f}x -> {'met' if a >= 4 * b else 'missed'}")
+text = "\n".join(lines) + "\n"
+with open(os.path.join(out, "summary.md"), "w") as f:
+    f.write(text)
+print(text)
+PY
+rm -rf "$crit"
+exit $status
