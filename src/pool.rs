@@ -194,6 +194,7 @@ impl PlanPool {
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
+            destroying: Default::default(),
         });
         let destroyer_rx = retire_rx.clone();
         let destroyer = std::thread::Builder::new()
@@ -489,6 +490,8 @@ impl PlanPool {
         match e.state.evict() {
             Evicted::Idle => {
                 retired.remove(&e.plan);
+                // The caller destroys it (`Core::destroy`, which counts it back out).
+                self.core.destroying.fetch_add(1, Ordering::SeqCst);
                 Some(e.clone())
             }
             Evicted::Leased => None,
@@ -717,9 +720,12 @@ impl PlanPool {
                 self.core.destroy_retired(e);
                 destroyed += 1;
             }
+            // Creations first, then idle destroys, then the retired set: a plan leaves each
+            // for the next only after it entered the next.
             let creating: usize =
                 self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
-            if lock(&self.core.retired).is_empty() && creating == 0 {
+            let destroying = self.core.destroying.load(Ordering::SeqCst);
+            if creating == 0 && destroying == 0 && lock(&self.core.retired).is_empty() {
                 break false;
             }
             if Instant::now() >= deadline {

@@ -190,3 +190,38 @@ fn a_huge_capacity_does_not_overflow_the_thrash_detector() {
     pool.shutdown();
     assert_eq!(sim.live_handles(), 0);
 }
+
+/// Defect 6 (shutdown returned early, third path). An idle plan evicted by another
+/// thread's miss is destroyed by that thread, outside every lock; a shutdown running
+/// meanwhile saw neither a retired plan nor a creation, and returned a clean report with
+/// the handle still alive (here, its destroy hangs until `unblock_all`).
+#[test]
+fn shutdown_waits_for_an_idle_plan_another_thread_is_destroying() {
+    let (sim, rt) = sim(SimConfig::default());
+    let cfg = PoolConfig::builder()
+        .capacity(1)
+        .private_ceiling(1)
+        .acquire_timeout(Duration::from_secs(5))
+        .shutdown_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let pool = Arc::new(PlanPool::new(cfg, rt).unwrap());
+    drop(pool.acquire(&c2c(8, 1)).unwrap());
+    sim.set_faults(SimConfig { block_destroy: true, ..SimConfig::default() });
+    let p = pool.clone();
+    // At the ceiling: evicts the idle plan and destroys it itself; the destroy hangs.
+    let miss = std::thread::spawn(move || p.acquire(&c2c(16, 1)).map(drop));
+    while sim.blocked_calls() == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let report = pool.shutdown();
+    let alive = sim.live_handles();
+    sim.set_faults(SimConfig::default());
+    sim.unblock_all();
+    let _ = miss.join().unwrap();
+    assert!(
+        report.timed_out || alive == 0,
+        "a clean shutdown report ({report:?}) with {alive} handle(s) alive: a destroy was still in progress"
+    );
+    assert_eq!(sim.live_handles(), 0);
+}
