@@ -9,11 +9,16 @@
 //! re-reads the epoch, and a notifier bumps the epoch before it reads `waiters`; with SeqCst
 //! one of the two sees the other (the store-buffer pattern), and the notifier then takes the
 //! lock, which the waiter holds until it sleeps.
+//!
+//! A change that does not bump the epoch unless someone waits (a plan going idle, on the
+//! hot release path: [`LiveCeiling::notify_if_waiting`]) is seen only by a waiter that was
+//! registered before it last looked for room: a miss holds a [`Waiting`] registration from
+//! [`LiveCeiling::register`] across its last look and its wait.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock};
+use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, loom_sc_fence};
 
 #[derive(Debug)]
 pub struct LiveCeiling {
@@ -109,16 +114,40 @@ impl LiveCeiling {
     /// Something changed that may let a waiter progress. Cheap when nobody waits.
     pub fn notify(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
+        loom_sc_fence();
         if self.waiters.load(Ordering::SeqCst) > 0 {
             drop(lock(&self.lock));
             self.cond.notify_all();
         }
     }
 
+    /// [`notify`](Self::notify) if anyone is registered as a waiter; otherwise nothing at all
+    /// (no shared write), for the release that idles a plan. Call it after the change was
+    /// made with a `SeqCst` read-modify-write, so that a miss registered before its last look
+    /// either saw the change or is notified (see [`register`](Self::register)).
+    #[inline]
+    pub(crate) fn notify_if_waiting(&self) {
+        loom_sc_fence();
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.notify();
+        }
+    }
+
+    /// Registers the caller as a waiter until the guard drops. A miss registers *before* its
+    /// last look for room (its checks must read with `SeqCst`), then waits with
+    /// [`wait_for_change`](Self::wait_for_change): a change made after that look then always
+    /// bumps the epoch, even one signalled by [`notify_if_waiting`](Self::notify_if_waiting).
+    pub(crate) fn register(&self) -> Waiting<'_> {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        loom_sc_fence();
+        Waiting { ceiling: self }
+    }
+
     /// Waits until the epoch differs from `seen` or `deadline` passes. Returns false on timeout.
     pub fn wait_for_change(&self, seen: u64, deadline: Instant) -> bool {
         let mut guard = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        loom_sc_fence();
         let changed = loop {
             if self.epoch.load(Ordering::SeqCst) != seen {
                 break true;
@@ -135,6 +164,17 @@ impl LiveCeiling {
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         drop(guard);
         changed
+    }
+}
+
+/// A registration as a waiter (see [`LiveCeiling::register`]); unregisters on drop.
+pub(crate) struct Waiting<'a> {
+    ceiling: &'a LiveCeiling,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.ceiling.waiters.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

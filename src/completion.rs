@@ -26,6 +26,10 @@ pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), Relea
     let core = lease.entry.core.clone();
     let device = lease.entry.desc.device;
     let rt = &*core.runtime;
+    if core.completion_tx.lock().is_none() {
+        // Shut down: no event to make (nobody would ever destroy it).
+        return Err(ReleaseAfterError { error: Error::ShutDown, lease });
+    }
     let recorded = with_device(rt, device, || {
         let event = match lock(&core.free_events).get_mut(&device).and_then(|v| v.pop()) {
             Some(e) => e,
@@ -59,8 +63,21 @@ pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), Relea
     }
 }
 
+/// Puts an event back on the free list, or destroys it once the pool has shut down (its
+/// free list is destroyed by `shutdown`; one recycled later would never be). Checked under
+/// the free-list lock, which `shutdown` takes only after it cleared `completion_tx`.
 fn recycle(core: &Core, device: i32, event: RawEvent) {
-    lock(&core.free_events).entry(device).or_default().push(event);
+    {
+        let mut free = lock(&core.free_events);
+        if core.completion_tx.lock().is_some() {
+            free.entry(device).or_default().push(event);
+            return;
+        }
+    }
+    let rt = &*core.runtime;
+    if let Err(e) = with_device(rt, device, || rt.event_destroy(event)) {
+        tracing::warn!(error = %e, "event destroy failed");
+    }
 }
 
 /// The thread body. Ends when every sender is gone and nothing is pending.

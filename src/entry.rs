@@ -46,6 +46,9 @@ pub(crate) struct Core {
     pub completion_tx: parking_lot::Mutex<Option<Sender<crate::completion::PendingRelease>>>,
     /// Events free for reuse by `release_after`, per device.
     pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
+    /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
+    /// returned: `shutdown` waits for them as for retired plans.
+    pub destroying: crate::sync::AtomicUsize,
 }
 
 impl Core {
@@ -76,9 +79,16 @@ impl Core {
         self.live.fetch_sub(1, Ordering::SeqCst);
     }
 
-    /// Destroys a plan nobody can reach any more, with its device current, then gives its
-    /// slot back. Never called under a pool lock, never from `release()`.
+    /// Destroys an idle plan that `PlanPool::retire` handed out (counted in `destroying`
+    /// from then until now). Never called under a pool lock, never from `release()`.
     pub(crate) fn destroy(&self, entry: &PlanEntry) {
+        self.destroy_plan(entry);
+        self.destroying.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Destroys a plan nobody can reach any more, with its device current, then gives its
+    /// slot back.
+    fn destroy_plan(&self, entry: &PlanEntry) {
         let rt = &*self.runtime;
         let started = std::time::Instant::now();
         let result = {
@@ -102,12 +112,16 @@ impl Core {
         entry.dev.ceiling.release();
     }
 
-    /// Destroys a retired plan whose last lease went, then removes it from the retired set
-    /// (in that order, so that a shutdown waiting for the set to empty also waits for the
-    /// destroy to return).
+    /// Destroys a retired plan whose last lease went, then removes it from the retired set.
+    /// Only then: `shutdown` waits for the set to empty, and must not return while the
+    /// destroy is still in progress. (The handle may have been reused by a plan retired
+    /// since; only this entry is removed.)
     pub(crate) fn destroy_retired(&self, entry: Arc<PlanEntry>) {
-        self.destroy(&entry);
-        lock(&self.retired).remove(&entry.plan);
+        self.destroy_plan(&entry);
+        let mut retired = lock(&self.retired);
+        if retired.get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+            retired.remove(&entry.plan);
+        }
     }
 }
 

@@ -141,14 +141,15 @@ pub enum Error {
     #[error("{call} failed with {api} {code}", api = code.api)]
     Runtime { call: &'static str, code: RuntimeCode },
 
-    #[error(
-        "live-handle ceiling reached: waited {waited:?} for a free handle on device {device}, \
-         {live} live of ceiling {ceiling} ({cached} cached, {in_flight} leased, {retired} retired awaiting their last lease); \
-         release leases sooner, or raise HIPFFT_POOL_LIVE_CEILING",
-        live = state.live, ceiling = state.ceiling, cached = state.cached,
-        in_flight = state.in_flight, retired = state.retired
-    )]
-    CeilingTimeout { device: i32, waited: Duration, state: CeilingState },
+    #[error("{}", timeout_message(*device, *waited, state, *joined_creation))]
+    CeilingTimeout {
+        device: i32,
+        waited: Duration,
+        state: CeilingState,
+        /// The miss waited for another thread's creation of the same plan (which had not
+        /// finished), not for a free handle.
+        joined_creation: bool,
+    },
 
     #[error("runtime unavailable: {0}")]
     Unavailable(String),
@@ -158,6 +159,25 @@ pub enum Error {
 
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn timeout_message(device: i32, waited: Duration, s: &CeilingState, joined_creation: bool) -> String {
+    let counts = format!(
+        "{} live of ceiling {} ({} cached, {} leased, {} retired awaiting their last lease)",
+        s.live, s.ceiling, s.cached, s.in_flight, s.retired
+    );
+    if joined_creation {
+        format!(
+            "acquire timed out: waited {waited:?} on device {device} for another thread's creation of the same plan \
+             (its hipfftMakePlanMany64 had not returned; {counts}); the watchdog reports a creation that hangs; \
+             if creations are only slow, raise HIPFFT_POOL_ACQUIRE_TIMEOUT_MS"
+        )
+    } else {
+        format!(
+            "live-handle ceiling reached: waited {waited:?} for a free handle on device {device}, {counts}; \
+             release leases sooner, or raise HIPFFT_POOL_LIVE_CEILING"
+        )
+    }
 }
 
 impl Error {

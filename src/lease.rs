@@ -166,10 +166,7 @@ impl Drop for Lease {
             Released::StillLeased => {}
             Released::Idle => {
                 // An idle plan may be evicted: a miss waiting at the ceiling should look again.
-                let c = &self.entry.dev.ceiling;
-                if c.waiters() > 0 {
-                    c.notify();
-                }
+                self.entry.dev.ceiling.notify_if_waiting();
             }
             Released::LastOfRetired => {
                 // Hand it to the destroyer thread; if that is gone (process teardown), the

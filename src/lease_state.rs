@@ -78,8 +78,10 @@ impl LeaseState {
         if prev & COUNT == 0 { Evicted::Idle } else { Evicted::Leased }
     }
 
+    /// Leases out now. `SeqCst`: a miss registered at the ceiling reads it to decide whether
+    /// to wait, against a release's `SeqCst` decrement (see `LiveCeiling::register`).
     pub(crate) fn leases(&self) -> usize {
-        self.0.load(Ordering::Acquire) & COUNT
+        self.0.load(Ordering::SeqCst) & COUNT
     }
 }
 

@@ -23,6 +23,7 @@ mod clock;
 mod completion;
 pub mod config;
 mod entry;
+mod flight;
 mod lease;
 mod lease_state;
 pub mod metrics;
@@ -46,3 +47,11 @@ pub mod ffi;
 pub mod correctness;
 pub mod audit;
 pub mod serve;
+
+/// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+/// The exhaustive interleaving explorer of the lease hand-off (plain `cargo test`).
+#[cfg(all(test, not(loom)))]
+mod explore_tests;

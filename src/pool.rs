@@ -18,7 +18,7 @@ use dashmap::DashMap;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
-use crate::ceiling::LiveCeiling;
+use crate::ceiling::{LiveCeiling, Waiting};
 use crate::clock::Recency;
 use crate::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
@@ -28,7 +28,7 @@ use crate::lease::Lease;
 use crate::lease_state::{Evicted, LeaseState};
 use crate::metrics::{Counters, MetricsSnapshot};
 use crate::runtime::{PlanOptions, Runtime, with_device};
-use crate::sync::{AtomicU64, Condvar, Mutex, Ordering, lock};
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 use crate::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
@@ -85,7 +85,7 @@ impl ThrashDetector {
     fn evicted(&mut self, key: PlanDesc, capacity: usize) {
         self.ghosts.put(key, ());
         // Long enough to recognise a cycle a few times the capacity (26 shapes at 8, say).
-        while self.ghosts.len() > (4 * capacity).max(64) {
+        while self.ghosts.len() > capacity.saturating_mul(4).max(64) {
             self.ghosts.pop_lru();
         }
     }
@@ -96,7 +96,7 @@ impl ThrashDetector {
         if ghost {
             Counters::bump(&c.thrash_misses);
         }
-        let window = (2 * capacity).max(16);
+        let window = capacity.saturating_mul(2).max(16);
         self.window.push_back(ghost);
         while self.window.len() > window {
             self.window.pop_front();
@@ -116,39 +116,7 @@ impl ThrashDetector {
 }
 
 /// One creation that concurrent misses on the same key wait for.
-struct Flight {
-    result: Mutex<Option<Result<Arc<PlanEntry>>>>,
-    cond: Condvar,
-}
-
-impl Flight {
-    fn new() -> Self {
-        Flight { result: Mutex::new(None), cond: Condvar::new() }
-    }
-
-    fn finish(&self, r: Result<Arc<PlanEntry>>) {
-        *lock(&self.result) = Some(r);
-        self.cond.notify_all();
-    }
-
-    /// `None` when the deadline passed first.
-    fn wait(&self, deadline: Instant) -> Option<Result<Arc<PlanEntry>>> {
-        let mut g = lock(&self.result);
-        loop {
-            if let Some(r) = g.as_ref() {
-                return Some(r.clone());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            g = match self.cond.wait_timeout(g, deadline - now) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        }
-    }
-}
+type Flight = crate::flight::Flight<Result<Arc<PlanEntry>>>;
 
 enum Step {
     Retry,
@@ -226,6 +194,7 @@ impl PlanPool {
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
+            destroying: Default::default(),
         });
         let destroyer_rx = retire_rx.clone();
         let destroyer = std::thread::Builder::new()
@@ -324,6 +293,8 @@ impl PlanPool {
         let deadline = started + self.acquire_timeout;
         let mut flushed = false;
         let mut waited = false;
+        // Held from the first time there was nothing to do (see `Step::Wait`).
+        let mut registered: Option<Waiting<'_>> = None;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -369,10 +340,12 @@ impl PlanPool {
                 Step::Retry => continue,
                 Step::Create(flight) => {
                     miss_once(c);
+                    drop(registered.take());
                     return self.create(desc, flight, &dev);
                 }
                 Step::Join(flight) => {
                     miss_once(c);
+                    drop(registered.take());
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
                             if entry.state.try_lease() {
@@ -382,12 +355,20 @@ impl PlanPool {
                             // Evicted before we got to it: go round again.
                         }
                         Some(Err(e)) => return Err(e),
-                        None => return Err(self.timeout_error(desc, started)),
+                        None => return Err(self.timeout_error(desc, started, true)),
                     }
                 }
                 Step::Destroy(entry) => self.core.destroy(&entry),
                 Step::DestroyRetired(entry) => self.core.destroy_retired(entry),
                 Step::Wait => {
+                    if registered.is_none() {
+                        // Register as a waiter, then look once more before sleeping: a plan
+                        // that goes idle after a registered look bumps the epoch, but one
+                        // that went idle between an unregistered look and the wait would
+                        // signal nobody, and the miss would sleep out its whole timeout.
+                        registered = Some(dev.ceiling.register());
+                        continue;
+                    }
                     if !flushed {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
@@ -407,14 +388,14 @@ impl PlanPool {
                     c.ceiling_wait_latency.record(wait_started.elapsed());
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
-                        return Err(self.timeout_error(desc, started));
+                        return Err(self.timeout_error(desc, started, false));
                     }
                 }
             }
         }
     }
 
-    fn timeout_error(&self, desc: &PlanDesc, started: Instant) -> Error {
+    fn timeout_error(&self, desc: &PlanDesc, started: Instant, joined_creation: bool) -> Error {
         let m = self.metrics_for(desc.device);
         Error::CeilingTimeout {
             device: desc.device,
@@ -426,6 +407,7 @@ impl PlanPool {
                 retired: m.retired_pending,
                 ceiling: m.ceiling,
             },
+            joined_creation,
         }
     }
 
@@ -440,10 +422,10 @@ impl PlanPool {
             with_device(rt, desc.device, || rt.plan_create(desc, options))
         };
         c.create_latency.record(started.elapsed());
-        c.creating.fetch_sub(1, Ordering::SeqCst);
         let created = match made {
             Ok(c) => c,
             Err(e) => {
+                c.creating.fetch_sub(1, Ordering::SeqCst);
                 Counters::bump(&c.create_failures);
                 self.core.live_down(dev);
                 dev.ceiling.release();
@@ -482,12 +464,16 @@ impl PlanPool {
             inner.shut_down
         };
         if shut_down {
-            // Never cached: retire it, and our own release hands it to the destroyer.
+            // Retired before it stops counting as `creating`, so that `shutdown` (which
+            // reads `creating` first, then the retired set) always sees it in one of them.
+            // Never cached: our own release below hands it to the destroyer.
             self.retire(&entry);
+            c.creating.fetch_sub(1, Ordering::SeqCst);
             flight.finish(Err(Error::ShutDown));
             drop(Lease { entry });
             return Err(Error::ShutDown);
         }
+        c.creating.fetch_sub(1, Ordering::SeqCst);
         flight.finish(Ok(entry.clone()));
         for v in &victims {
             self.core.destroy(v);
@@ -504,6 +490,8 @@ impl PlanPool {
         match e.state.evict() {
             Evicted::Idle => {
                 retired.remove(&e.plan);
+                // The caller destroys it (`Core::destroy`, which counts it back out).
+                self.core.destroying.fetch_add(1, Ordering::SeqCst);
                 Some(e.clone())
             }
             Evicted::Leased => None,
@@ -732,9 +720,12 @@ impl PlanPool {
                 self.core.destroy_retired(e);
                 destroyed += 1;
             }
+            // Creations first, then idle destroys, then the retired set: a plan leaves each
+            // for the next only after it entered the next.
             let creating: usize =
                 self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
-            if lock(&self.core.retired).is_empty() && creating == 0 {
+            let destroying = self.core.destroying.load(Ordering::SeqCst);
+            if creating == 0 && destroying == 0 && lock(&self.core.retired).is_empty() {
                 break false;
             }
             if Instant::now() >= deadline {
@@ -743,11 +734,12 @@ impl PlanPool {
             // The destroyer thread may be the one destroying them: give it a moment.
             std::thread::sleep(Duration::from_millis(1));
         };
-        // The completion thread ends once its queue is empty; then its events are free.
+        // The completion thread ends once its queue is empty; then all its events are free.
+        // Those still pending (the wait ran out) are destroyed when they complete: after
+        // the shutdown, a recycled event is destroyed, not listed (`completion::recycle`).
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
-        if self.completion_done.recv_timeout(left).is_err_and(|e| e.is_disconnected()) {
-            self.destroy_free_events();
-        }
+        let _ = self.completion_done.recv_timeout(left);
+        self.destroy_free_events();
         let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
         if !still_leased.is_empty() {
             tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");
