@@ -58,6 +58,10 @@ struct Args {
     /// Skip the HipRuntime-over-hip-shim variants.
     #[arg(long)]
     no_hip: bool,
+    /// In the plan-creation rounds, run the pool's loop before the raw one (to tell an
+    /// order effect from the pool's own cost).
+    #[arg(long)]
+    pool_first: bool,
 }
 
 /// One runtime with the buffers and stream every variant on it shares.
@@ -232,7 +236,7 @@ impl Bench {
 
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
-    fn creation(&self, reps: usize) -> Result<Value> {
+    fn creation(&self, reps: usize, pool_first: bool) -> Result<Value> {
         const DISCARD: usize = 2;
         let rt = &*self.rt;
         let n = self.shapes.len();
@@ -243,30 +247,35 @@ impl Bench {
         let mut pooled = vec![Vec::new(); n];
         let mut prev: Option<RawPlan> = None;
         for rep in 0..DISCARD + reps {
-            for (i, (_, d, _)) in self.shapes.iter().enumerate() {
-                let t = Instant::now();
-                if let Some(p) = prev.take() {
-                    rt.plan_destroy(p)?;
-                }
-                let t1 = Instant::now();
-                let p = rt.plan_create(d, PlanOptions::default())?;
-                let end = Instant::now();
-                prev = Some(p.plan);
-                if rep >= DISCARD {
-                    raw[i].push((end - t).as_secs_f64() * 1e6);
-                    raw_create[i].push((end - t1).as_secs_f64() * 1e6);
-                }
-            }
-            // The raw side's last plan is destroyed outside the pool's timing.
-            if let Some(p) = prev.take() {
-                rt.plan_destroy(p)?;
-            }
-            for (i, (_, d, _)) in self.shapes.iter().enumerate() {
-                let t = Instant::now();
-                drop(pool.acquire(d)?);
-                let dt = t.elapsed();
-                if rep >= DISCARD {
-                    pooled[i].push(dt.as_secs_f64() * 1e6);
+            for part in if pool_first { [1, 0] } else { [0, 1] } {
+                if part == 0 {
+                    for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        let t = Instant::now();
+                        if let Some(p) = prev.take() {
+                            rt.plan_destroy(p)?;
+                        }
+                        let t1 = Instant::now();
+                        let p = rt.plan_create(d, PlanOptions::default())?;
+                        let end = Instant::now();
+                        prev = Some(p.plan);
+                        if rep >= DISCARD {
+                            raw[i].push((end - t).as_secs_f64() * 1e6);
+                            raw_create[i].push((end - t1).as_secs_f64() * 1e6);
+                        }
+                    }
+                    // The raw side's last plan is destroyed outside the pool's timing.
+                    if let Some(p) = prev.take() {
+                        rt.plan_destroy(p)?;
+                    }
+                } else {
+                    for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        let t = Instant::now();
+                        drop(pool.acquire(d)?);
+                        let dt = t.elapsed();
+                        if rep >= DISCARD {
+                            pooled[i].push(dt.as_secs_f64() * 1e6);
+                        }
+                    }
                 }
             }
         }
@@ -291,6 +300,11 @@ impl Bench {
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
             "pool_misses": m.misses, "pool_destroys": m.destroys,
+            // Time the pool spent inside the runtime's create and destroy, per miss: the rest
+            // of a miss is the pool's own.
+            "pool_in_runtime_us_per_miss": 1e6 * (m.create_latency.sum_s + m.destroy_latency.sum_s) / m.misses.max(1) as f64,
+            "pool_create_us_mean": 1e6 * m.create_latency.sum_s / m.create_latency.count.max(1) as f64,
+            "pool_destroy_us_mean": 1e6 * m.destroy_latency.sum_s / m.destroy_latency.count.max(1) as f64,
         }))
     }
 }
@@ -353,7 +367,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         rows.push(b.pool(128, args.warmup, args.cycles, true)?);
         rows.push(b.pool(128, args.warmup, args.cycles, false)?);
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, true)?);
-        creation.push(b.creation(args.create_reps)?);
+        creation.push(b.creation(args.create_reps, args.pool_first)?);
     }
     let mut hip_skipped = None;
     let mut hip_info = None;
@@ -372,7 +386,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
                         b.pool(128, args.warmup, args.cycles, true)?,
                         b.pool(8, miss_warmup, args.miss_cycles, true)?,
                     ];
-                    Ok((rows, b.creation(args.create_reps)?))
+                    Ok((rows, b.creation(args.create_reps, args.pool_first)?))
                 })();
                 match hip_rows {
                     Ok((r, c)) => {
