@@ -105,6 +105,8 @@ struct Plan {
     retired: bool,
     /// Handed to the destroyer's queue, not yet taken.
     queue: usize,
+    /// `Core::destroying`: idle plans evicted whose destroy has not returned.
+    destroying: usize,
     destroyed: usize,
     /// Leases held, by the scenario's own count.
     leases: usize,
@@ -129,6 +131,7 @@ impl Plan {
             in_map: true,
             retired: false,
             queue: 0,
+            destroying: 0,
             destroyed: 0,
             leases: holders,
             shutdown_clean_with: None,
@@ -406,6 +409,109 @@ fn shutdown_racing_a_release_returns_only_after_the_destroy() {
 #[test]
 fn the_old_destroyer_ordering_is_caught() {
     let f = hand_off(1, 0, 0, true, false).expect_err("the old ordering lets shutdown return early");
+    assert!(f.what.contains("shutdown returned"), "{f:?}");
+}
+
+/// Another thread's miss (or `trim`, `set_capacity`) evicting the idle plan under the pool
+/// lock (`evict_key` + `retire`, which counts it in `Core::destroying`), then destroying it
+/// outside every lock (`Core::destroy`, which counts it out).
+struct OtherEvictor {
+    pc: u8,
+}
+
+impl Agent<Plan> for OtherEvictor {
+    fn ready(&self, _: &Plan) -> bool {
+        self.pc < 2
+    }
+    fn done(&self, _: &Plan) -> bool {
+        self.pc == 2
+    }
+    fn step(&mut self, w: &mut Plan) -> Result<(), String> {
+        if self.pc == 0 {
+            if !w.in_map {
+                self.pc = 2;
+                return Ok(());
+            }
+            w.in_map = false;
+            assert_eq!(w.state.evict(), Evicted::Idle);
+            w.destroying += 1;
+            self.pc = 1;
+        } else {
+            w.destroy()?;
+            w.destroying -= 1;
+            self.pc = 2;
+        }
+        Ok(())
+    }
+    fn name(&self) -> &'static str {
+        "other-evictor"
+    }
+}
+
+/// `shutdown` on an idle plan: evicts and destroys what is still cached, then waits until
+/// nothing is being created or destroyed and the retired set is empty (`counts` false: the
+/// wait before the fix, which did not count other threads' idle destroys).
+struct IdleShutdown {
+    pc: u8,
+    counts: bool,
+}
+
+impl Agent<Plan> for IdleShutdown {
+    fn ready(&self, w: &Plan) -> bool {
+        match self.pc {
+            0 | 1 => true,
+            2 => (w.destroying == 0 || !self.counts) && !w.retired,
+            _ => false,
+        }
+    }
+    fn done(&self, _: &Plan) -> bool {
+        self.pc == 3
+    }
+    fn step(&mut self, w: &mut Plan) -> Result<(), String> {
+        match self.pc {
+            0 => {
+                if w.in_map {
+                    w.in_map = false;
+                    assert_eq!(w.state.evict(), Evicted::Idle);
+                    self.pc = 1;
+                } else {
+                    self.pc = 2;
+                }
+            }
+            1 => {
+                w.destroy()?;
+                self.pc = 2;
+            }
+            _ => {
+                w.shutdown_clean_with = Some(w.destroyed);
+                self.pc = 3;
+            }
+        }
+        Ok(())
+    }
+    fn name(&self) -> &'static str {
+        "shutdown"
+    }
+}
+
+fn idle_shutdown(counts: bool) -> Result<Stats, Failure> {
+    let setup = move || {
+        let w = Plan::new(0, true);
+        let a: Agents<Plan> = vec![Box::new(OtherEvictor { pc: 0 }), Box::new(IdleShutdown { pc: 0, counts })];
+        (w, a)
+    };
+    explore(&setup, &plan_end)
+}
+
+#[test]
+fn shutdown_waits_for_an_idle_destroy_by_another_thread() {
+    idle_shutdown(true).unwrap_or_else(|f| panic!("{f:?}"));
+}
+
+/// Before the fix, shutdown did not count idle plans other threads were destroying.
+#[test]
+fn the_old_shutdown_wait_is_caught() {
+    let f = idle_shutdown(false).expect_err("the old wait returns during another thread's destroy");
     assert!(f.what.contains("shutdown returned"), "{f:?}");
 }
 
