@@ -102,9 +102,10 @@ impl Core {
             Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {
                 // The handle's state is unknown after a failed destroy; it cannot be retried
-                // meaningfully, so it is counted and its slot given back.
-                Counters::bump(&c.destroy_failures);
+                // meaningfully, so it is logged, counted and its slot given back (logged first:
+                // whoever sees the count can find the line).
                 tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy failed");
+                Counters::bump(&c.destroy_failures);
             }
         }
         c.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
