@@ -410,6 +410,32 @@ enum hfp_status hfp_lease_exec(struct hfp_lease *lease,
                                void *work_area);
 
 /**
+ * Bytes the input of one execution spans: the size `hfp_lease_exec_preserving_input`
+ * needs for its scratch buffer.
+ *
+ * `lease`: borrowed. NULL (or, with debug checks, a released lease): returns 0.
+ */
+size_t hfp_lease_input_bytes(const struct hfp_lease *lease);
+
+/**
+ * Like `hfp_lease_exec`, but leaves `input` untouched: C2R and Z2D overwrite their input
+ * on cuFFT and hipFFT (and hipFFT's R2C may too), so the input is first copied to
+ * `scratch` on `stream` and the transform reads the copy.
+ *
+ * `scratch`: a device buffer of at least `hfp_lease_input_bytes()` bytes, not owned,
+ * non-NULL, distinct from `input` and `output`, used until the transform completes.
+ * `output` must differ from `input` (an in-place transform cannot preserve its input).
+ * The other arguments are `hfp_lease_exec`'s.
+ */
+enum hfp_status hfp_lease_exec_preserving_input(struct hfp_lease *lease,
+                                                void *stream,
+                                                void *input,
+                                                void *output,
+                                                int direction,
+                                                void *work_area,
+                                                void *scratch);
+
+/**
  * Releases the lease now. The caller vouches that no execution under it is still pending
  * on the device (use `hfp_lease_release_after` otherwise). Never calls the GPU runtime, so
  * it is safe in a stream callback or a completion handler.

@@ -78,6 +78,15 @@ class Lease {
     detail::check(hfp_lease_exec(raw_, stream, in, out, direction, work_area));
   }
 
+  // Bytes the scratch of exec_preserving_input needs.
+  std::size_t input_bytes() const noexcept { return hfp_lease_input_bytes(raw_); }
+
+  // Like exec, but copies `in` to `scratch` first so `in` survives (C2R/Z2D overwrite it).
+  void exec_preserving_input(void* stream, void* in, void* out, int direction, void* work_area,
+                             void* scratch) const {
+    detail::check(hfp_lease_exec_preserving_input(raw_, stream, in, out, direction, work_area, scratch));
+  }
+
   // Releases now (see the destructor); throws only for a misuse the library detected.
   void release() {
     if (raw_ != nullptr) {

@@ -193,6 +193,11 @@ pub enum DescError {
     EmbedTooSmall { field: Field, value: i64, min: i64, side: &'static str },
     #[error("`{field}` = {value} makes the {what} overflow")]
     Overflow { field: Field, value: i64, what: &'static str },
+    #[error(
+        "`odist` = {odist} with `ostride` = {ostride} makes batches {first} and {second} write the same output \
+         element (offset {offset}): the transform's result would be undefined"
+    )]
+    OutputOverlap { odist: i64, ostride: i64, first: i64, second: i64, offset: i64 },
 }
 
 /// The full transform descriptor. Build it with [`PlanDesc::new`] and the layout methods.
@@ -328,7 +333,7 @@ impl PlanDesc {
         if self.input.is_none() && self.output.is_none() {
             return None;
         }
-        let ext = self.validate().ok()?;
+        let ext = self.extents().ok()?;
         let r = self.rank();
         let packed = |dims: &[i64; 3]| Layout::new(&dims[..r], 1, dims[..r].iter().product());
         Some((
@@ -337,8 +342,29 @@ impl PlanDesc {
         ))
     }
 
-    /// Checks every field before any runtime call and returns the derived extents.
+    /// Checks every field before any runtime call and returns the derived extents. Beyond
+    /// [`PlanDesc::extents`], it rejects an output layout on which two batches write the same
+    /// element: hipFFT and cuFFT accept one and leave the result undefined.
     pub fn validate(&self) -> Result<Extents, DescError> {
+        let ext = self.extents()?;
+        if let Some(l) = &self.output {
+            if let Some(o) = overlap::first_output_overlap(&ext.output_dims[..self.rank()], self.batch, l) {
+                return Err(DescError::OutputOverlap {
+                    odist: l.dist,
+                    ostride: l.stride,
+                    first: 0,
+                    second: o.second_batch,
+                    offset: o.offset,
+                });
+            }
+        }
+        Ok(ext)
+    }
+
+    /// The derived extents, checking what hipFFT needs to make a plan at all (lengths,
+    /// batch, embeds, strides, distances, overflow) but not whether outputs overlap. The
+    /// runtimes use this: they take what hipFFT takes.
+    pub fn extents(&self) -> Result<Extents, DescError> {
         if self.device < 0 {
             return Err(DescError::NegativeDevice { value: self.device as i64 });
         }
@@ -443,6 +469,86 @@ fn side_elements(
     Ok(last as u64)
 }
 
+mod overlap {
+    //! Whether two batches of an output layout share an element.
+    //!
+    //! Within one batch, offsets `sum x_k * pitch_k` (pitch from the embeds) are distinct,
+    //! since every embed is at least its length: so any collision is between batches. Batch
+    //! `b` and `b + db` collide when `db * dist = stride * d` for a positive difference `d`
+    //! of two in-batch offsets. The smallest such `db` is `m = stride / gcd`, giving
+    //! `d = dist / gcd`, and every solution is a multiple `j` of both; for each `j` in range,
+    //! whether `j * d` is a difference of two offsets is a digit decomposition with at most
+    //! two choices per dimension (the lower dimensions' reach is below each pitch).
+
+    use super::Layout;
+
+    /// A collision: batch 0 and `second_batch` write element `offset` (in elements).
+    pub(super) struct Overlap {
+        pub second_batch: i64,
+        pub offset: i64,
+    }
+
+    /// Multiples `j` tried before accepting a layout unproven (as hipFFT would). Layouts
+    /// that need more are pathological: sparse embeds with a distance below the span.
+    const MAX_MULTIPLES: i64 = 1 << 16;
+
+    pub(super) fn first_output_overlap(dims: &[i64], batch: i64, l: &Layout) -> Option<Overlap> {
+        let r = dims.len();
+        // Pitches and reach (largest in-batch offset below dimension k), both known not to
+        // overflow: `extents` checked the largest index.
+        let mut pitch = [1i64; 3];
+        for k in (0..r.saturating_sub(1)).rev() {
+            pitch[k] = pitch[k + 1] * l.embed[k + 1];
+        }
+        let mut reach = [0i64; 4];
+        for k in (0..r).rev() {
+            reach[k] = reach[k + 1] + (dims[k] - 1) * pitch[k];
+        }
+        let span = reach[0]; // the largest in-batch offset, in units of `stride`
+        if batch < 2 || l.dist > span.saturating_mul(l.stride) {
+            return None;
+        }
+        let g = gcd(l.dist, l.stride);
+        let (m, step) = (l.stride / g, l.dist / g);
+        let last = ((batch - 1) / m).min(span / step).min(MAX_MULTIPLES);
+        for j in 1..=last {
+            let mut digits = [0i64; 3];
+            if decompose(j * step, 0, dims, &pitch, &reach, &mut digits) {
+                // Batch 0 at `o1`, batch j*m at `o2` with o1 - o2 = j*step.
+                let o1: i64 = (0..r).map(|k| digits[k].max(0) * pitch[k]).sum();
+                return Some(Overlap { second_batch: j * m, offset: o1 * l.stride });
+            }
+        }
+        None
+    }
+
+    /// Writes `v = sum digits[k] * pitch[k]` over `k >= from` with `|digits[k]| < dims[k]`
+    /// into `digits`, if such digits exist.
+    fn decompose(v: i64, from: usize, dims: &[i64], pitch: &[i64; 3], reach: &[i64; 4], digits: &mut [i64; 3]) -> bool {
+        if from == dims.len() {
+            return v == 0;
+        }
+        let p = pitch[from];
+        let below = v.div_euclid(p);
+        for d in [below, below + 1] {
+            if d.abs() < dims[from] && (v - d * p).abs() <= reach[from + 1] {
+                digits[from] = d;
+                if decompose(v - d * p, from + 1, dims, pitch, reach, digits) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn gcd(mut a: i64, mut b: i64) -> i64 {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,6 +564,81 @@ mod tests {
         assert_eq!(e.input_dims, [6, 6, 1]);
         assert_eq!(e.output_elements, 120);
         assert_eq!(e.input_bytes, 2 * 36 * 16);
+    }
+
+    /// Every (batch, element) address of the output, by brute force.
+    fn aliases(desc: &PlanDesc) -> bool {
+        let Some(l) = desc.output else { return false };
+        let ext = desc.extents().unwrap();
+        let dims = &ext.output_dims[..desc.rank()];
+        let mut seen = std::collections::HashSet::new();
+        let mut idx = vec![0i64; dims.len()];
+        for b in 0..desc.batch {
+            loop {
+                let mut off = 0;
+                for (k, x) in idx.iter().enumerate() {
+                    off = off * if k == 0 { 1 } else { l.embed[k] } + x;
+                }
+                if !seen.insert(b * l.dist + off * l.stride) {
+                    return true;
+                }
+                let Some(k) = (0..dims.len()).rev().find(|&k| idx[k] + 1 < dims[k]) else { break };
+                idx[k] += 1;
+                idx[k + 1..].iter_mut().for_each(|x| *x = 0);
+            }
+            idx.iter_mut().for_each(|x| *x = 0);
+        }
+        false
+    }
+
+    #[test]
+    fn overlapping_outputs_are_rejected_with_a_witness() {
+        // R2C n=5: 3 complex outputs per batch, spaced 15 apart: disjoint.
+        let d = PlanDesc::new(TransformType::R2C, &[5], 4).with_output_layout(Layout::new(&[3], 5, 15));
+        assert!(d.validate().is_ok());
+        // ostride = odist: batch 1 starts on batch 0's second element.
+        let d = PlanDesc::new(TransformType::C2C, &[8], 2).with_output_layout(Layout::new(&[8], 1, 1));
+        let e = d.validate().unwrap_err();
+        assert_eq!(e, DescError::OutputOverlap { odist: 1, ostride: 1, first: 0, second: 1, offset: 1 });
+        assert!(e.to_string().contains("`odist` = 1 with `ostride` = 1"), "{e}");
+        // Interleaved batches (dist 1, stride = batch) do not collide.
+        let d = PlanDesc::new(TransformType::C2C, &[8], 4).with_output_layout(Layout::new(&[8], 4, 1));
+        assert!(d.validate().is_ok());
+        // ...unless there are more batches than the stride.
+        let d = PlanDesc::new(TransformType::C2C, &[8], 5).with_output_layout(Layout::new(&[8], 4, 1));
+        assert!(matches!(d.validate(), Err(DescError::OutputOverlap { second: 4, offset: 4, .. })));
+        // A padded 2-D output whose second batch sits in the first one's row gaps.
+        let d = PlanDesc::new(TransformType::C2C, &[3, 4], 2).with_output_layout(Layout::new(&[3, 8], 1, 4));
+        assert!(d.validate().is_ok() && !aliases(&d));
+        // The runtimes take such layouts, as hipFFT does.
+        let d = PlanDesc::new(TransformType::C2C, &[8], 2).with_output_layout(Layout::new(&[8], 1, 1));
+        assert!(d.extents().is_ok());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        /// The decomposition agrees with brute force on small layouts of every rank.
+        #[test]
+        fn overlap_check_matches_brute_force(
+            rank in 1usize..=3,
+            n in proptest::collection::vec(1i64..5, 3),
+            pad in proptest::collection::vec(0i64..4, 3),
+            stride in 1i64..6,
+            dist in 1i64..40,
+            batch in 1i64..7,
+        ) {
+            let embed: Vec<i64> = (0..rank).map(|k| n[k] + pad[k]).collect();
+            let d = PlanDesc::new(TransformType::C2C, &n[..rank], batch)
+                .with_output_layout(Layout::new(&embed, stride, dist));
+            let got = d.validate();
+            proptest::prop_assert_eq!(got.is_err(), aliases(&d), "{} -> {:?}", d, got);
+            if let Err(DescError::OutputOverlap { second, offset, .. }) = got {
+                // The witness is real: batch `second` writes `offset` too.
+                let l = d.output.unwrap();
+                let rel = offset - second * dist;
+                proptest::prop_assert!(rel >= 0 && rel % l.stride == 0, "{} {:?}", d, got);
+            }
+        }
     }
 
     #[test]

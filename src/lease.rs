@@ -65,30 +65,50 @@ impl Lease {
         direction: Direction,
         work_area: Option<DevicePtr>,
     ) -> Result<()> {
+        let area = self.checked_area(input, output, direction, work_area)?;
+        self.enqueue(stream, input, output, direction, area)
+    }
+
+    /// Checks an execution's arguments; returns the work area to pass on.
+    fn checked_area(
+        &self,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        work_area: Option<DevicePtr>,
+    ) -> Result<Option<DevicePtr>> {
         let e = &*self.entry;
-        let t = e.desc.transform;
         if input.is_null() {
             return Err(Error::invalid_argument("input", "null device pointer"));
         }
         if output.is_null() {
             return Err(Error::invalid_argument("output", "null device pointer"));
         }
-        check_direction(t, direction)?;
-        let area = match work_area.filter(|p| !p.is_null()) {
-            Some(p) if e.work_size > 0 => Some(p),
+        check_direction(e.desc.transform, direction)?;
+        match work_area.filter(|p| !p.is_null()) {
+            Some(p) if e.work_size > 0 => Ok(Some(p)),
             // A zero-size plan needs no area: do not call SetWorkArea at all.
-            _ if e.work_size == 0 || e.auto_allocation => None,
-            _ => {
-                return Err(Error::invalid_argument(
-                    "work_area",
-                    format!("null, but the plan needs a work area of {} bytes", e.work_size),
-                ));
-            }
-        };
+            _ if e.work_size == 0 || e.auto_allocation => Ok(None),
+            _ => Err(Error::invalid_argument(
+                "work_area",
+                format!("null, but the plan needs a work area of {} bytes", e.work_size),
+            )),
+        }
+    }
+
+    fn enqueue(
+        &self,
+        stream: RawStream,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        area: Option<DevicePtr>,
+    ) -> Result<()> {
+        let e = &*self.entry;
         let rt = &*e.core.runtime;
         let _serial = e.exec_lock.lock();
         let _call = e.core.watchdog.enter(crate::watchdog::CallKind::Exec, &e.desc, &e.dev.ceiling);
-        let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, t, stream, area, input, output, direction));
+        let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction));
         if r.is_err() {
             Counters::bump(&e.dev.counters.exec_failures);
         }
@@ -98,7 +118,7 @@ impl Lease {
     /// Bytes the input buffer of one execution spans (what a scratch copy needs).
     pub fn input_bytes(&self) -> usize {
         // Validated when the plan was made.
-        self.entry.desc.validate().map_or(0, |e| e.input_bytes)
+        self.entry.desc.extents().map_or(0, |e| e.input_bytes)
     }
 
     /// Like [`Lease::exec`], but leaves `input` untouched. C2R and Z2D overwrite their input
@@ -114,18 +134,26 @@ impl Lease {
         work_area: Option<DevicePtr>,
         scratch: DevicePtr,
     ) -> Result<()> {
-        if scratch.is_null() {
-            return Err(Error::invalid_argument("scratch", "null device pointer"));
+        for (field, p) in [("input", input), ("output", output), ("scratch", scratch)] {
+            if p.is_null() {
+                return Err(Error::invalid_argument(field, "null device pointer"));
+            }
         }
         if input == output {
             return Err(Error::invalid_argument("output", "equals the input: an in-place transform cannot preserve it"));
         }
-        if input.is_null() {
-            return Err(Error::invalid_argument("input", "null device pointer"));
+        if scratch == input || scratch == output {
+            return Err(Error::invalid_argument(
+                "scratch",
+                format!("equals the {}: the scratch copy needs its own buffer", if scratch == input { "input" } else { "output" }),
+            ));
         }
+        // Every argument is checked before the copy is enqueued: a refused call leaves
+        // nothing pending on `scratch`.
+        let area = self.checked_area(scratch, output, direction, work_area)?;
         let rt = &*self.entry.core.runtime;
         with_device(rt, self.entry.desc.device, || rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream))?;
-        self.exec(stream, scratch, output, direction, work_area)
+        self.enqueue(stream, scratch, output, direction, area)
     }
 
     /// Releases now. The caller vouches that no execution under this lease is still pending

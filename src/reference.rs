@@ -268,7 +268,7 @@ fn write_scalar(buf: &mut [u8], at: usize, size: usize, v: f64) {
 
 /// The input and output views of a valid descriptor.
 fn views(desc: &PlanDesc) -> Option<(View, View)> {
-    let e = desc.validate().ok()?;
+    let e = desc.extents().ok()?;
     let r = desc.rank();
     let t = desc.transform;
     let s = t.real_bytes();
@@ -306,7 +306,7 @@ fn make_hermitian(half: &mut [Complex64], dims: &[usize]) {
 /// gaps and padding filled with [`PAD_BYTE`]. For C2R/Z2D the input is an exactly Hermitian
 /// half spectrum: the forward transform of a random real signal. Empty for an invalid desc.
 pub fn random_input(desc: &PlanDesc, seed: u64) -> Vec<u8> {
-    let (Some((input, _)), Ok(e)) = (views(desc), desc.validate()) else { return Vec::new() };
+    let (Some((input, _)), Ok(e)) = (views(desc), desc.extents()) else { return Vec::new() };
     let mut buf = vec![PAD_BYTE; e.input_bytes];
     let mut rng = SplitMix64::new(seed);
     let t = desc.transform;

@@ -54,3 +54,33 @@ fn c2r_preserves_its_input_only_when_asked_through_hip_over_shim() {
     let hip = HipRuntime::load_from(&common::shim::hipfft_path(), &common::shim::hip_path()).unwrap();
     both_ways(Arc::new(hip), TransformType::C2R);
 }
+
+/// A preserving execution that is refused enqueues nothing, not even its copy: the caller
+/// may free the scratch as soon as the error comes back.
+#[test]
+fn a_refused_preserving_execution_leaves_the_scratch_untouched() {
+    let rt: Arc<dyn Runtime> = Arc::new(SimRuntime::new(Default::default()));
+    let pool = common::pool(&rt, 2, 2, Duration::from_secs(5));
+    let desc = PlanDesc::new(TransformType::C2R, &[400], 3);
+    let ext = desc.validate().unwrap();
+    let input = reference::random_input(&desc, 5);
+    let stream = Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&desc).unwrap();
+    let d_in = DeviceBuffer::from_host(&rt, &input).unwrap();
+    let d_out = DeviceBuffer::new(&rt, ext.output_bytes).unwrap();
+    let pattern = vec![0x5au8; lease.input_bytes()];
+    let scratch = DeviceBuffer::from_host(&rt, &pattern).unwrap();
+    let work = DeviceBuffer::new(&rt, lease.work_size().max(1)).unwrap();
+    let area = (lease.work_size() > 0).then(|| work.ptr());
+    // C2R runs inverse only.
+    let e = lease
+        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Forward, area, scratch.ptr())
+        .unwrap_err();
+    assert!(e.to_string().contains("`direction`"), "{e}");
+    let e = lease
+        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area, d_out.ptr())
+        .unwrap_err();
+    assert!(e.to_string().contains("`scratch`"), "{e}");
+    stream.synchronize().unwrap();
+    assert!(scratch.to_host().unwrap() == pattern, "a refused call copied into the scratch");
+}

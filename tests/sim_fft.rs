@@ -813,12 +813,18 @@ fn injected_create_and_destroy_hangs() {
 
 #[test]
 fn dropping_the_runtime_joins_its_workers() {
-    let rt = sim_with(|c| c.exec_latency = Duration::from_millis(20));
-    let s = setup(&rt, &PlanDesc::new(C2C, &[16], 1));
+    let latency = Duration::from_millis(20);
+    let rt = sim_with(|c| c.exec_latency = latency);
+    // One plan, work area and buffer set per stream: the two executions share nothing.
+    let desc = PlanDesc::new(C2C, &[16], 1);
+    let (a, b) = (setup(&rt, &desc), setup(&rt, &desc));
     let st = rt.stream_create().unwrap();
-    exec(&rt, &s, C2C, st).unwrap();
-    exec(&rt, &s, C2C, RawStream::NULL).unwrap();
+    let t0 = Instant::now();
+    exec(&rt, &a, C2C, st).unwrap();
+    exec(&rt, &b, C2C, RawStream::NULL).unwrap();
     drop(rt);
+    // Each execution sleeps `latency` on its worker; the drop returned after both.
+    assert!(t0.elapsed() >= latency, "the drop returned after {:?}, before the work ran", t0.elapsed());
 }
 
 #[test]

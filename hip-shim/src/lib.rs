@@ -287,7 +287,7 @@ pub unsafe extern "C" fn hipfftMakePlanMany64(
             Ok(d) => d,
             Err(e) => return hipfft_status(&e),
         };
-        if let Err(e) = desc.validate() {
+        if let Err(e) = desc.extents() {
             return hipfft_status(&Error::InvalidDesc(e));
         }
         let created = match b.plan_create(&desc, PlanOptions { auto_allocation: slot.auto_allocation }) {

@@ -91,7 +91,7 @@ impl Runtime for CudaRuntime {
     }
 
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
-        let extents = desc.validate()?;
+        let extents = desc.extents()?;
         let r = desc.rank();
         let mut n = [0i64; 3];
         n[..r].copy_from_slice(desc.dims());

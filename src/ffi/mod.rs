@@ -309,11 +309,7 @@ pub unsafe extern "C" fn hfp_lease_exec(
     guard("hfp_lease_exec", || {
         // SAFETY: the caller's promise on `lease`.
         let lease = unsafe { lease_ref(lease) }?;
-        let direction = Direction::from_raw(direction).ok_or_else(|| {
-            Failure::invalid(format!(
-                "invalid argument `direction` = {direction}: expected -1 (HFP_FORWARD) or +1 (HFP_INVERSE)"
-            ))
-        })?;
+        let direction = parse_direction(direction)?;
         let area = (!work_area.is_null()).then(|| DevicePtr::from_ptr(work_area));
         lease.exec(
             RawStream(stream as usize),
@@ -323,6 +319,60 @@ pub unsafe extern "C" fn hfp_lease_exec(
             area,
         )?;
         Ok(())
+    })
+}
+
+/// Bytes the input of one execution spans: the size `hfp_lease_exec_preserving_input`
+/// needs for its scratch buffer.
+///
+/// `lease`: borrowed. NULL (or, with debug checks, a released lease): returns 0.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_lease_input_bytes(lease: *const hfp_lease) -> usize {
+    guard_value("hfp_lease_input_bytes", 0, || {
+        // SAFETY: the caller's promise on `lease`.
+        Ok(unsafe { lease_ref(lease) }?.input_bytes())
+    })
+    .0
+}
+
+/// Like `hfp_lease_exec`, but leaves `input` untouched: C2R and Z2D overwrite their input
+/// on cuFFT and hipFFT (and hipFFT's R2C may too), so the input is first copied to
+/// `scratch` on `stream` and the transform reads the copy.
+///
+/// `scratch`: a device buffer of at least `hfp_lease_input_bytes()` bytes, not owned,
+/// non-NULL, distinct from `input` and `output`, used until the transform completes.
+/// `output` must differ from `input` (an in-place transform cannot preserve its input).
+/// The other arguments are `hfp_lease_exec`'s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_lease_exec_preserving_input(
+    lease: *mut hfp_lease,
+    stream: *mut c_void,
+    input: *mut c_void,
+    output: *mut c_void,
+    direction: c_int,
+    work_area: *mut c_void,
+    scratch: *mut c_void,
+) -> hfp_status {
+    guard("hfp_lease_exec_preserving_input", || {
+        // SAFETY: the caller's promise on `lease`.
+        let lease = unsafe { lease_ref(lease) }?;
+        let direction = parse_direction(direction)?;
+        let area = (!work_area.is_null()).then(|| DevicePtr::from_ptr(work_area));
+        lease.exec_preserving_input(
+            RawStream(stream as usize),
+            DevicePtr::from_ptr(input),
+            DevicePtr::from_ptr(output),
+            direction,
+            area,
+            DevicePtr::from_ptr(scratch),
+        )?;
+        Ok(())
+    })
+}
+
+fn parse_direction(direction: c_int) -> Result<Direction, Failure> {
+    Direction::from_raw(direction).ok_or_else(|| {
+        Failure::invalid(format!("invalid argument `direction` = {direction}: expected -1 (HFP_FORWARD) or +1 (HFP_INVERSE)"))
     })
 }
 

@@ -438,7 +438,7 @@ impl Runtime for HipRuntime {
     }
 
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
-        let ext = desc.validate()?;
+        let ext = desc.extents()?;
         let r = desc.rank();
         let mut n = [0i64; 3];
         n[..r].copy_from_slice(desc.dims());

@@ -40,9 +40,10 @@ pub(crate) fn hip_err(call: &'static str, value: i32) -> Error {
 pub(crate) fn desc_code(e: &DescError) -> i32 {
     match e {
         DescError::UnknownTransform { .. } => fft::INVALID_TYPE,
-        DescError::RankOutOfRange { .. } | DescError::NegativeDevice { .. } | DescError::EmbedTooSmall { .. } => {
-            fft::INVALID_VALUE
-        }
+        DescError::RankOutOfRange { .. }
+        | DescError::NegativeDevice { .. }
+        | DescError::EmbedTooSmall { .. }
+        | DescError::OutputOverlap { .. } => fft::INVALID_VALUE,
         DescError::NotPositive { field, .. } if field.name == "n" || field.name == "batch" => fft::INVALID_SIZE,
         DescError::NotPositive { .. } => fft::INVALID_VALUE,
         DescError::Overflow { .. } => fft::INVALID_SIZE,

@@ -175,7 +175,7 @@ impl SimRuntime {
     /// `hipfftCreate` + `hipfftSetAutoAllocation` + `hipfftMakePlanMany64`.
     pub(super) fn create_plan(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
         const CALL: &str = "hipfftMakePlanMany64";
-        let extents = desc.validate().map_err(|e| fft_err(CALL, desc_code(&e)))?;
+        let extents = desc.extents().map_err(|e| fft_err(CALL, desc_code(&e)))?;
         let current = self.current();
         if desc.device != current {
             self.log.record(format!("plan_create for device {} with device {current} current", desc.device));

@@ -307,6 +307,54 @@ static void test_exec(hfp_pool *pool) {
   EXPECT_OK(hfp_lease_release(l));
   free(work);
 
+  /* C2R, batch 3, with and without a preserved input: same output, and only the plain
+     execution overwrites its input (the sim does, as cuFFT and hipFFT do). */
+  d = packed(HFP_C2R, N, 3);
+  fill(rout, 2 * (N / 2 + 1) * 3, 11);
+  for (b = 0; b < 3; b++) { /* Hermitian rows: real DC and Nyquist */
+    rout[2 * (N / 2 + 1) * b + 1] = 0.0f;
+    rout[2 * (N / 2 + 1) * b + 2 * (N / 2) + 1] = 0.0f;
+  }
+  EXPECT_OK(hfp_acquire(pool, &d, &l));
+  CHECK(hfp_lease_input_bytes(l) == sizeof rout);
+  CHECK(hfp_lease_input_bytes(NULL) == 0);
+  work = malloc(hfp_lease_work_size(l) + 1);
+  {
+    float kept[2 * (N / 2 + 1) * 3], scratch[2 * (N / 2 + 1) * 3], plain[N * 3];
+    memcpy(kept, rout, sizeof rout);
+    EXPECT_ERR(hfp_lease_exec_preserving_input(NULL, NULL, rout, rin, HFP_INVERSE, work, scratch), HFP_INVALID_ARGUMENT, "`lease`");
+    EXPECT_ERR(hfp_lease_exec_preserving_input(l, NULL, rout, rin, HFP_INVERSE, work, NULL), HFP_INVALID_ARGUMENT, "`scratch`");
+    EXPECT_ERR(hfp_lease_exec_preserving_input(l, NULL, rout, rout, HFP_INVERSE, work, scratch), HFP_INVALID_ARGUMENT, "in-place");
+    EXPECT_ERR(hfp_lease_exec_preserving_input(l, NULL, rout, rin, HFP_INVERSE, work, rout), HFP_INVALID_ARGUMENT, "`scratch`");
+    EXPECT_ERR(hfp_lease_exec_preserving_input(l, NULL, rout, rin, HFP_FORWARD, work, scratch), HFP_INVALID_ARGUMENT, "`direction`");
+    EXPECT_OK(hfp_lease_exec_preserving_input(l, NULL, rout, rin, HFP_INVERSE, work, scratch));
+    EXPECT_OK(hfp_pool_synchronize(pool, NULL));
+    CHECK(memcmp(kept, rout, sizeof rout) == 0);
+    for (b = 0; b < 3; b++) { /* the inverse of a Hermitian row: real, against the naive DFT */
+      int k, m;
+      double acc, worst = 0.0, norm = 0.0;
+      for (m = 0; m < N; m++) {
+        acc = 0.0;
+        for (k = 0; k < N; k++) {
+          int kk = k <= N / 2 ? k : N - k;
+          double re = kept[2 * (N / 2 + 1) * b + 2 * kk], im = kept[2 * (N / 2 + 1) * b + 2 * kk + 1];
+          double ang = 2.0 * 3.14159265358979323846 * k * m / N;
+          if (k > N / 2) im = -im;
+          acc += re * cos(ang) - im * sin(ang);
+        }
+        worst += (rin[N * b + m] - acc) * (rin[N * b + m] - acc);
+        norm += acc * acc;
+      }
+      CHECK(sqrt(worst / norm) <= 1e-5);
+    }
+    EXPECT_OK(hfp_lease_exec(l, NULL, rout, plain, HFP_INVERSE, work));
+    EXPECT_OK(hfp_pool_synchronize(pool, NULL));
+    CHECK(memcmp(plain, rin, sizeof plain) == 0);
+    CHECK(memcmp(kept, rout, sizeof rout) != 0);
+  }
+  EXPECT_OK(hfp_lease_release(l));
+  free(work);
+
   /* A plan that needs a work area refuses a NULL one. */
   d = packed(HFP_C2C, 64, 1);
   EXPECT_OK(hfp_acquire(pool, &d, &l));
