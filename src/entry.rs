@@ -7,7 +7,7 @@ use crossbeam_channel::Sender;
 
 use crate::ceiling::LiveCeiling;
 use crate::desc::PlanDesc;
-use crate::metrics::Counters;
+use crate::metrics::{Counters, Latency};
 use crate::lease_state::LeaseState;
 use crate::runtime::{RawEvent, RawPlan, Runtime, with_device};
 use crate::sync::{AtomicU64, Mutex, Ordering, lock};
@@ -97,7 +97,7 @@ impl Core {
             with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan))
         };
         let c = &entry.dev.counters;
-        c.destroy_latency.record(started.elapsed());
+        c.record_latency(Latency::Destroy, entry.desc.device, started.elapsed());
         match result {
             Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {

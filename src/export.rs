@@ -4,7 +4,7 @@
 use std::fmt::{self, Write};
 
 use crate::histogram::{BUCKETS_S, HistogramSnapshot};
-use crate::metrics::MetricsSnapshot;
+use crate::metrics::{Latency, MetricsSnapshot};
 use crate::pool::PlanPool;
 
 /// How one snapshot field is exported.
@@ -55,9 +55,9 @@ const SPECS: &[Spec] = &[
 ];
 
 const HISTOGRAMS: &[(&str, &str, fn(&MetricsSnapshot) -> &HistogramSnapshot)] = &[
-    ("create_seconds", "Time to create a plan (hipfftCreate to hipfftMakePlanMany64).", |m| &m.create_latency),
-    ("destroy_seconds", "Time hipfftDestroy took.", |m| &m.destroy_latency),
-    ("ceiling_wait_seconds", "Time a miss waited at the live-handle ceiling, per wait.", |m| &m.ceiling_wait_latency),
+    (Latency::Create.name(), "Time to create a plan (hipfftCreate to hipfftMakePlanMany64).", |m| &m.create_latency),
+    (Latency::Destroy.name(), "Time hipfftDestroy took.", |m| &m.destroy_latency),
+    (Latency::CeilingWait.name(), "Time a miss waited at the live-handle ceiling, per wait.", |m| &m.ceiling_wait_latency),
 ];
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

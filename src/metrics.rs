@@ -35,7 +35,42 @@ pub(crate) struct Counters {
     pub ceiling_wait_latency: Histogram,
 }
 
+/// The three latencies the pool measures.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Latency {
+    Create,
+    Destroy,
+    CeilingWait,
+}
+
+impl Latency {
+    /// The Prometheus name (without the `hipfft_pool_` prefix).
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Latency::Create => "create_seconds",
+            Latency::Destroy => "destroy_seconds",
+            Latency::CeilingWait => "ceiling_wait_seconds",
+        }
+    }
+}
+
 impl Counters {
+    /// Records one latency in the pool's histogram and, with the `metrics` feature, as a
+    /// sample in the facade (a facade histogram takes samples, not bucket counts). Slow
+    /// paths only: creation, destroy, a wait at the ceiling.
+    pub(crate) fn record_latency(&self, which: Latency, device: i32, d: std::time::Duration) {
+        let h = match which {
+            Latency::Create => &self.create_latency,
+            Latency::Destroy => &self.destroy_latency,
+            Latency::CeilingWait => &self.ceiling_wait_latency,
+        };
+        h.record(d);
+        #[cfg(feature = "metrics")]
+        metrics::histogram!(format!("hipfft_pool_{}", which.name()), "device" => device.to_string()).record(d.as_secs_f64());
+        #[cfg(not(feature = "metrics"))]
+        let _ = device;
+    }
+
     pub(crate) fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }

@@ -26,7 +26,7 @@ use crate::entry::{CeilingPlan, Core, Device, PlanEntry};
 use crate::error::{CeilingState, Error, Result};
 use crate::lease::Lease;
 use crate::lease_state::{Evicted, LeaseState};
-use crate::metrics::{Counters, MetricsSnapshot};
+use crate::metrics::{Counters, Latency, MetricsSnapshot};
 use crate::runtime::{PlanOptions, Runtime, with_device};
 use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 use crate::watchdog::{CallKind, StalledCall, Watchdog};
@@ -385,7 +385,7 @@ impl PlanPool {
                     let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
                     let wait_started = Instant::now();
                     let changed = dev.ceiling.wait_for_change(epoch, deadline);
-                    c.ceiling_wait_latency.record(wait_started.elapsed());
+                    c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started, false));
@@ -421,7 +421,7 @@ impl PlanPool {
             let _call = self.core.watchdog.enter(CallKind::Create, desc, &dev.ceiling);
             with_device(rt, desc.device, || rt.plan_create(desc, options))
         };
-        c.create_latency.record(started.elapsed());
+        c.record_latency(Latency::Create, desc.device, started.elapsed());
         let created = match made {
             Ok(c) => c,
             Err(e) => {
