@@ -395,7 +395,7 @@ fn exec(pool: *mut hfp_pool, lease: *mut hfp_lease, desc: &PlanDesc, work: usize
 /// Whether two logical output elements of `desc` land on the same address.
 fn output_aliases(desc: &PlanDesc) -> bool {
     let Some(l) = desc.output else { return false };
-    let ext = desc.validate().unwrap();
+    let ext = desc.extents().unwrap();
     let r = desc.rank();
     let dims = &ext.output_dims[..r];
     let mut pitch = vec![1i64; r];
