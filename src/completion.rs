@@ -4,8 +4,14 @@
 //! steady state creates none) and hands the lease and the event over. This thread polls
 //! the events it holds, with a short backoff, and releases each lease when its event fires.
 //! Polling rather than blocking on the oldest event keeps one stalled stream from holding
-//! up releases on the others.
+//! up releases on the others. Events on one stream complete in the order they were recorded,
+//! so each stream's queue is polled from its oldest event and stops at the first that has
+//! not fired: one query per stream per round, however many leases wait, instead of one per
+//! lease (each query takes the driver's lock that the submitting thread needs too). The
+//! special handles (0, and HIP/CUDA's legacy and per-thread 1 and 2) may name a different
+//! stream on each thread, so their events are polled one by one.
 
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -20,6 +26,15 @@ use crate::sync::lock;
 pub(crate) struct PendingRelease {
     lease: Lease,
     event: RawEvent,
+    stream: RawStream,
+}
+
+impl PendingRelease {
+    /// The in-order queue this release joins; `None` for a handle that may name a
+    /// different stream on each thread.
+    fn queue(&self) -> Option<(i32, usize)> {
+        (self.stream.0 > 2).then_some((self.lease.entry.desc.device, self.stream.0))
+    }
 }
 
 pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), ReleaseAfterError> {
@@ -52,7 +67,7 @@ pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), Relea
     };
     let tx = core.completion_tx.lock().clone();
     match tx {
-        Some(tx) => tx.send(PendingRelease { lease, event }).map_err(|e| {
+        Some(tx) => tx.send(PendingRelease { lease, event, stream }).map_err(|e| {
             let p = e.into_inner();
             ReleaseAfterError { error: Error::ShutDown, lease: p.lease }
         }),
@@ -80,11 +95,47 @@ fn recycle(core: &Core, device: i32, event: RawEvent) {
     }
 }
 
+/// What the completion thread holds: per-stream queues in record order, and the releases
+/// on special handles.
+#[derive(Default)]
+struct Pending {
+    by_stream: HashMap<(i32, usize), VecDeque<PendingRelease>>,
+    unordered: Vec<PendingRelease>,
+}
+
+impl Pending {
+    fn push(&mut self, p: PendingRelease) {
+        match p.queue() {
+            Some(key) => self.by_stream.entry(key).or_default().push_back(p),
+            None => self.unordered.push(p),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_stream.is_empty() && self.unordered.is_empty()
+    }
+
+    /// Releases what completed; returns how many.
+    fn poll(&mut self) -> usize {
+        let before = self.unordered.len();
+        self.unordered.retain(|p| !poll(p));
+        let mut released = before - self.unordered.len();
+        self.by_stream.retain(|_, q| {
+            while q.front().is_some_and(poll) {
+                q.pop_front();
+                released += 1;
+            }
+            !q.is_empty()
+        });
+        released
+    }
+}
+
 /// The thread body. Ends when every sender is gone and nothing is pending.
 pub(crate) fn run(rx: Receiver<PendingRelease>) {
     const MIN_BACKOFF: Duration = Duration::from_micros(20);
     const MAX_BACKOFF: Duration = Duration::from_millis(1);
-    let mut pending: Vec<PendingRelease> = Vec::new();
+    let mut pending = Pending::default();
     let mut backoff = MIN_BACKOFF;
     loop {
         if pending.is_empty() {
@@ -96,16 +147,18 @@ pub(crate) fn run(rx: Receiver<PendingRelease>) {
         while let Ok(p) = rx.try_recv() {
             pending.push(p);
         }
-        let before = pending.len();
-        pending.retain(|p| !poll(p));
-        if pending.len() < before {
+        if pending.poll() > 0 {
             backoff = MIN_BACKOFF;
             continue;
         }
         match rx.recv_timeout(backoff) {
             Ok(p) => pending.push(p),
             Err(RecvTimeoutError::Timeout) => backoff = (backoff * 2).min(MAX_BACKOFF),
-            Err(RecvTimeoutError::Disconnected) => {}
+            // Every sender is gone but work is still pending: sleep instead of spinning.
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
         }
     }
 }
