@@ -213,7 +213,7 @@ fn worker(s: &Shared, id: u64) {
                     }
                 }
                 let b = &bufs[&shape];
-                let verify = rng.next_u64() % 64 == 0;
+                let verify = rng.next_u64().is_multiple_of(64);
                 if verify && s.rt.memcpy_htod(b.d_in.ptr(), &b.input).is_err() {
                     Shared::bump(&s.counts.alloc_errors);
                 }
@@ -235,7 +235,7 @@ fn worker(s: &Shared, id: u64) {
                         Shared::bump(&s.counts.checked_transforms);
                         s.check(err <= 1e-4, || format!("{desc}: relative error {err}"));
                     }
-                } else if rng.next_u64() % 2 == 0 {
+                } else if rng.next_u64().is_multiple_of(2) {
                     match lease.release_after(stream.raw()) {
                         Ok(()) => Shared::bump(&s.counts.release_after),
                         Err(e) => {
@@ -261,14 +261,14 @@ fn worker(s: &Shared, id: u64) {
 /// Changes the injected faults every few tens of milliseconds; hangs last up to 150 ms.
 fn fault_driver(s: &Shared, seed: u64) {
     let mut rng = SplitMix64::new(seed);
-    let every = |rng: &mut SplitMix64| (rng.next_u64() % 4 == 0).then(|| 3 + rng.next_u64() % 40);
+    let every = |rng: &mut SplitMix64| rng.next_u64().is_multiple_of(4).then(|| 3 + rng.next_u64() % 40);
     while !s.stop.load(Ordering::Relaxed) {
         let mut c = base();
         c.fail_create_every = every(&mut rng);
         c.fail_exec_every = every(&mut rng);
         c.fail_event_every = every(&mut rng);
         c.fail_destroy_every = every(&mut rng);
-        c.fail_malloc_every = (rng.next_u64() % 16 == 0).then_some(2);
+        c.fail_malloc_every = rng.next_u64().is_multiple_of(16).then_some(2);
         let hang = rng.next_u64() % 6;
         c.block_create = hang == 0;
         c.block_destroy = hang == 1;

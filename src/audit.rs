@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
-use crate::runtime::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+use crate::decorator::Decorator;
+use crate::runtime::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime};
 
 /// Handle counts at the runtime boundary.
 #[derive(Debug, Default)]
@@ -125,21 +126,9 @@ impl AuditedRuntime {
     }
 }
 
-impl Runtime for AuditedRuntime {
-    fn kind(&self) -> RuntimeKind {
-        self.inner.kind()
-    }
-    fn info(&self) -> RuntimeInfo {
-        self.inner.info()
-    }
-    fn device_count(&self) -> Result<i32> {
-        self.inner.device_count()
-    }
-    fn current_device(&self) -> Result<i32> {
-        self.inner.current_device()
-    }
-    fn set_device(&self, device: i32) -> Result<()> {
-        self.inner.set_device(device)
+impl Decorator for AuditedRuntime {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.inner
     }
 
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
@@ -197,45 +186,5 @@ impl Runtime for AuditedRuntime {
         self.counts.destroyed.fetch_add(1, Ordering::SeqCst);
         self.counts.down();
         r
-    }
-
-    fn event_create(&self) -> Result<RawEvent> {
-        self.inner.event_create()
-    }
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
-        self.inner.event_record(event, stream)
-    }
-    fn event_query(&self, event: RawEvent) -> Result<bool> {
-        self.inner.event_query(event)
-    }
-    fn event_synchronize(&self, event: RawEvent) -> Result<()> {
-        self.inner.event_synchronize(event)
-    }
-    fn event_destroy(&self, event: RawEvent) -> Result<()> {
-        self.inner.event_destroy(event)
-    }
-    fn stream_create(&self) -> Result<RawStream> {
-        self.inner.stream_create()
-    }
-    fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
-        self.inner.stream_synchronize(stream)
-    }
-    fn stream_destroy(&self, stream: RawStream) -> Result<()> {
-        self.inner.stream_destroy(stream)
-    }
-    fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
-        self.inner.malloc(bytes)
-    }
-    fn free(&self, ptr: DevicePtr) -> Result<()> {
-        self.inner.free(ptr)
-    }
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.inner.memcpy_htod(dst, src)
-    }
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        self.inner.memcpy_dtoh(dst, src)
-    }
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
-        self.inner.memcpy_dtod_async(dst, src, bytes, stream)
     }
 }

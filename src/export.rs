@@ -54,7 +54,10 @@ const SPECS: &[Spec] = &[
     spec!("thrash_warnings_total", Counter, "Thrash warnings logged.", thrash_warnings),
 ];
 
-const HISTOGRAMS: &[(&str, &str, fn(&MetricsSnapshot) -> &HistogramSnapshot)] = &[
+/// A histogram's name, help line, and where the snapshot keeps it.
+type HistogramSpec = (&'static str, &'static str, fn(&MetricsSnapshot) -> &HistogramSnapshot);
+
+const HISTOGRAMS: &[HistogramSpec] = &[
     (Latency::Create.name(), "Time to create a plan (hipfftCreate to hipfftMakePlanMany64).", |m| &m.create_latency),
     (Latency::Destroy.name(), "Time hipfftDestroy took.", |m| &m.destroy_latency),
     (Latency::CeilingWait.name(), "Time a miss waited at the live-handle ceiling, per wait.", |m| &m.ceiling_wait_latency),

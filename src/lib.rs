@@ -12,10 +12,12 @@ pub mod error;
 pub mod hip;
 pub mod reference;
 pub mod runtime;
+pub mod decorator;
 pub mod sim;
 
 pub use desc::{DescError, Direction, Extents, Field, Layout, PlanDesc, TransformType};
 pub use error::{Api, CeilingState, Error, Result, RuntimeCode};
+pub use decorator::Decorator;
 pub use runtime::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
 
 pub mod ceiling;

@@ -230,7 +230,7 @@ pub fn run_with<S: PlanSource>(
                         if err.is_nan() || err > out.max_rel_error {
                             out.max_rel_error = if err.is_nan() { f64::INFINITY } else { err };
                         }
-                        if !(err <= bar) && out.failure.is_none() {
+                        if (err.is_nan() || err > bar) && out.failure.is_none() {
                             out.correct = false;
                             out.failure = Some(format!(
                                 "{} {} n={} batch={}: relative error {err:.3e} above {bar:.0e}",

@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use hipfft_pool::buffer::Stream;
 use hipfft_pool::sim::{SimConfig, SimRuntime};
-use hipfft_pool::{
-    CreatedPlan, DevicePtr, Direction, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Result, Runtime, RuntimeInfo,
-    RuntimeKind, TransformType,
-};
+use hipfft_pool::{Decorator, RawEvent, RawStream, Result, Runtime};
 
 /// The sim, with every event query checked against the order of the records on its stream,
 /// and one stream that can be made to look stalled (its events never report complete).
@@ -51,42 +48,9 @@ impl Watched {
     }
 }
 
-impl Runtime for Watched {
-    fn kind(&self) -> RuntimeKind {
-        self.sim.kind()
-    }
-    fn info(&self) -> RuntimeInfo {
-        self.sim.info()
-    }
-    fn device_count(&self) -> Result<i32> {
-        self.sim.device_count()
-    }
-    fn current_device(&self) -> Result<i32> {
-        self.sim.current_device()
-    }
-    fn set_device(&self, device: i32) -> Result<()> {
-        self.sim.set_device(device)
-    }
-    fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
-        self.sim.plan_create(desc, options)
-    }
-    fn plan_exec(
-        &self,
-        plan: RawPlan,
-        transform: TransformType,
-        stream: RawStream,
-        work_area: Option<DevicePtr>,
-        input: DevicePtr,
-        output: DevicePtr,
-        direction: Direction,
-    ) -> Result<()> {
-        self.sim.plan_exec(plan, transform, stream, work_area, input, output, direction)
-    }
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
-        self.sim.plan_destroy(plan)
-    }
-    fn event_create(&self) -> Result<RawEvent> {
-        self.sim.event_create()
+impl Decorator for Watched {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.sim
     }
     fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
         self.sim.event_record(event, stream)?;
@@ -111,36 +75,6 @@ impl Runtime for Watched {
             o.violations.push(format!("record #{seq} on stream {stream:#x} queried while #{oldest:?} had not fired"));
         }
         Ok(done)
-    }
-    fn event_synchronize(&self, event: RawEvent) -> Result<()> {
-        self.sim.event_synchronize(event)
-    }
-    fn event_destroy(&self, event: RawEvent) -> Result<()> {
-        self.sim.event_destroy(event)
-    }
-    fn stream_create(&self) -> Result<RawStream> {
-        self.sim.stream_create()
-    }
-    fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
-        self.sim.stream_synchronize(stream)
-    }
-    fn stream_destroy(&self, stream: RawStream) -> Result<()> {
-        self.sim.stream_destroy(stream)
-    }
-    fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
-        self.sim.malloc(bytes)
-    }
-    fn free(&self, ptr: DevicePtr) -> Result<()> {
-        self.sim.free(ptr)
-    }
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        self.sim.memcpy_htod(dst, src)
-    }
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        self.sim.memcpy_dtoh(dst, src)
-    }
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
-        self.sim.memcpy_dtod_async(dst, src, bytes, stream)
     }
 }
 

@@ -414,7 +414,7 @@ fn cell(fault: Fault, op: Op) {
         // Wait for the hang (a destroy may come later, on the destroyer thread), or for the
         // operation to finish when it reaches no call that blocks.
         let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until && b.sim.blocked_calls() == 0 && !(t.is_finished() && !hangs(fault, op)) {
+        while Instant::now() < until && b.sim.blocked_calls() == 0 && (!t.is_finished() || hangs(fault, op)) {
             std::thread::sleep(Duration::from_millis(1));
         }
         let blocked = b.sim.blocked_calls() > 0;

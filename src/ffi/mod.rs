@@ -306,18 +306,36 @@ pub unsafe extern "C" fn hfp_lease_exec(
     direction: c_int,
     work_area: *mut c_void,
 ) -> hfp_status {
-    guard("hfp_lease_exec", || {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { exec("hfp_lease_exec", lease, stream, input, output, direction, work_area, None) }
+}
+
+/// Both executions: the arguments checked and converted once, then the plain one or the one
+/// that copies its input to `scratch` first.
+///
+/// # Safety
+/// `lease` as for the public entry points.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exec(
+    name: &'static str,
+    lease: *mut hfp_lease,
+    stream: *mut c_void,
+    input: *mut c_void,
+    output: *mut c_void,
+    direction: c_int,
+    work_area: *mut c_void,
+    scratch: Option<*mut c_void>,
+) -> hfp_status {
+    guard(name, || {
         // SAFETY: the caller's promise on `lease`.
         let lease = unsafe { lease_ref(lease) }?;
         let direction = parse_direction(direction)?;
         let area = (!work_area.is_null()).then(|| DevicePtr::from_ptr(work_area));
-        lease.exec(
-            RawStream(stream as usize),
-            DevicePtr::from_ptr(input),
-            DevicePtr::from_ptr(output),
-            direction,
-            area,
-        )?;
+        let (stream, input, output) = (RawStream(stream as usize), DevicePtr::from_ptr(input), DevicePtr::from_ptr(output));
+        match scratch {
+            None => lease.exec(stream, input, output, direction, area)?,
+            Some(s) => lease.exec_preserving_input(stream, input, output, direction, area, DevicePtr::from_ptr(s))?,
+        }
         Ok(())
     })
 }
@@ -353,21 +371,8 @@ pub unsafe extern "C" fn hfp_lease_exec_preserving_input(
     work_area: *mut c_void,
     scratch: *mut c_void,
 ) -> hfp_status {
-    guard("hfp_lease_exec_preserving_input", || {
-        // SAFETY: the caller's promise on `lease`.
-        let lease = unsafe { lease_ref(lease) }?;
-        let direction = parse_direction(direction)?;
-        let area = (!work_area.is_null()).then(|| DevicePtr::from_ptr(work_area));
-        lease.exec_preserving_input(
-            RawStream(stream as usize),
-            DevicePtr::from_ptr(input),
-            DevicePtr::from_ptr(output),
-            direction,
-            area,
-            DevicePtr::from_ptr(scratch),
-        )?;
-        Ok(())
-    })
+    // SAFETY: the caller's promises, passed on.
+    unsafe { exec("hfp_lease_exec_preserving_input", lease, stream, input, output, direction, work_area, Some(scratch)) }
 }
 
 fn parse_direction(direction: c_int) -> Result<Direction, Failure> {
