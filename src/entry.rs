@@ -132,6 +132,8 @@ pub(crate) struct PlanEntry {
     pub desc: PlanDesc,
     pub plan: RawPlan,
     pub work_size: usize,
+    /// Bytes one execution's input spans (the scratch of a preserving execution).
+    pub input_bytes: usize,
     pub auto_allocation: bool,
     pub state: LeaseState,
     /// Recency stamp of the last hit (see `clock`).

@@ -117,8 +117,7 @@ impl Lease {
 
     /// Bytes the input buffer of one execution spans (what a scratch copy needs).
     pub fn input_bytes(&self) -> usize {
-        // Validated when the plan was made.
-        self.entry.desc.extents().map_or(0, |e| e.input_bytes)
+        self.entry.input_bytes
     }
 
     /// Like [`Lease::exec`], but leaves `input` untouched. C2R and Z2D overwrite their input

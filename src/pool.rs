@@ -442,6 +442,7 @@ impl PlanPool {
             desc: *desc,
             plan: created.plan,
             work_size: created.work_size,
+            input_bytes: desc.extents().map_or(0, |e| e.input_bytes),
             auto_allocation: options.auto_allocation,
             state: LeaseState::new_leased(),
             last_used: AtomicU64::new(now),
