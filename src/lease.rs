@@ -133,10 +133,11 @@ impl Lease {
         work_area: Option<DevicePtr>,
         scratch: DevicePtr,
     ) -> Result<()> {
-        for (field, p) in [("input", input), ("output", output), ("scratch", scratch)] {
-            if p.is_null() {
-                return Err(Error::invalid_argument(field, "null device pointer"));
-            }
+        // Every argument is checked before the copy is enqueued: a refused call leaves
+        // nothing pending on `scratch`.
+        let area = self.checked_area(input, output, direction, work_area)?;
+        if scratch.is_null() {
+            return Err(Error::invalid_argument("scratch", "null device pointer"));
         }
         if input == output {
             return Err(Error::invalid_argument("output", "equals the input: an in-place transform cannot preserve it"));
@@ -147,9 +148,6 @@ impl Lease {
                 format!("equals the {}: the scratch copy needs its own buffer", if scratch == input { "input" } else { "output" }),
             ));
         }
-        // Every argument is checked before the copy is enqueued: a refused call leaves
-        // nothing pending on `scratch`.
-        let area = self.checked_area(scratch, output, direction, work_area)?;
         let rt = &*self.entry.core.runtime;
         with_device(rt, self.entry.desc.device, || rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream))?;
         self.enqueue(stream, scratch, output, direction, area)
