@@ -19,6 +19,8 @@
 //! `check` (feature `check`) holds the tools that tests and the command-line tool use: a
 //! reference FFT, correctness cases, device buffers, the probe, an audited runtime.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod desc;
 pub mod error;
 pub mod ffi;

@@ -52,7 +52,7 @@ impl Decorator for Watched {
     fn inner(&self) -> &dyn Runtime {
         &*self.sim
     }
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+    unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
         self.sim.event_record(event, stream)?;
         let mut o = self.order.lock().unwrap();
         let seq = o.next;
@@ -61,7 +61,7 @@ impl Decorator for Watched {
         o.outstanding.entry(stream.0).or_default().push_back(seq);
         Ok(())
     }
-    fn event_query(&self, event: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, event: RawEvent) -> Result<bool> {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let (stream, seq) = self.order.lock().unwrap().recorded[&event.0];
         let done = stream != self.stalled.load(Ordering::SeqCst) && self.sim.event_query(event)?;

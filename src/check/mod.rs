@@ -8,6 +8,7 @@
 //! - `audit`: a [`Runtime`](crate::Runtime) wrapper that checks every call the pool makes.
 //!
 //! This layer may call every other layer; nothing in the library calls it.
+#![deny(missing_docs)]
 
 pub mod audit;
 pub mod buffer;

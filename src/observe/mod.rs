@@ -11,6 +11,7 @@
 //!   [`MetricsSource`](serve::MetricsSource).
 //!
 //! This layer calls only [`crate::desc`] and the loom shim.
+#![deny(missing_docs)]
 
 pub mod counters;
 pub mod export;

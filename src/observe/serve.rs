@@ -49,6 +49,7 @@ impl MetricsServer {
         Ok(MetricsServer { addr, stop, thread: Some(thread) })
     }
 
+    /// The address it listens on (the port chosen, when started on port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }

@@ -57,7 +57,21 @@ impl Lease {
     /// so two threads never interleave them. `work_area` must hold `work_size()` bytes when
     /// that is non-zero (unless the plan owns its area); a zero-byte area is never passed on
     /// as null. `direction` must be `Forward` for R2C/D2Z and `Inverse` for C2R/Z2D.
-    pub fn exec(
+    ///
+    /// Null pointers, a wrong direction and a missing work area are refused with
+    /// [`Error::InvalidArgument`] before anything is enqueued; what cannot be checked is the
+    /// caller's promise below.
+    ///
+    /// # Safety
+    /// - `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime on the plan's
+    ///   device.
+    /// - `input` and `output` are device memory of the plan's device holding the plan's input
+    ///   and output extents (`input_bytes()` and the output's size; they may be equal for an
+    ///   in-place transform), and `work_area`, when given, holds `work_size()` bytes.
+    /// - All three stay allocated, and nothing else writes them, until the transform
+    ///   completes on `stream`; the lease is held that long too (release it with
+    ///   [`Lease::release_after`] on the same stream).
+    pub unsafe fn exec(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -66,7 +80,8 @@ impl Lease {
         work_area: Option<DevicePtr>,
     ) -> Result<()> {
         let area = self.checked_area(input, output, direction, work_area)?;
-        self.enqueue(stream, input, output, direction, area)
+        // SAFETY: the caller's promise, with the area checked against the plan above.
+        unsafe { self.enqueue(stream, input, output, direction, area) }
     }
 
     /// Checks an execution's arguments; returns the work area to pass on.
@@ -96,7 +111,9 @@ impl Lease {
         }
     }
 
-    fn enqueue(
+    /// # Safety
+    /// [`Lease::exec`]'s contract, with `area` checked by `checked_area`.
+    unsafe fn enqueue(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -108,7 +125,11 @@ impl Lease {
         let rt = &*e.core.runtime;
         let _serial = e.exec_lock.lock();
         let _call = e.core.watchdog.enter(crate::observe::watchdog::CallKind::Exec, &e.desc, &e.dev.ceiling);
-        let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction));
+        // SAFETY: the plan is live while this lease is held, made for its transform, and
+        // `exec_lock` keeps other threads out; the caller vouched for stream and buffers.
+        let r = with_device(rt, e.desc.device, || unsafe {
+            rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction)
+        });
         if r.is_err() {
             Counters::bump(&e.dev.counters.exec_failures);
         }
@@ -124,7 +145,12 @@ impl Lease {
     /// on cuFFT and hipFFT (and hipFFT's R2C may too), so the input is first copied to
     /// `scratch` (at least [`Lease::input_bytes`] bytes, from the caller's allocator) on the
     /// same stream, and the transform reads the copy.
-    pub fn exec_preserving_input(
+    ///
+    /// # Safety
+    /// [`Lease::exec`]'s contract, and `scratch` is device memory of the plan's device of at
+    /// least [`Lease::input_bytes`] bytes, apart from `input` and `output`, that stays
+    /// allocated until the transform completes on `stream`.
+    pub unsafe fn exec_preserving_input(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -149,8 +175,13 @@ impl Lease {
             ));
         }
         let rt = &*self.entry.core.runtime;
-        with_device(rt, self.entry.desc.device, || rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream))?;
-        self.enqueue(stream, scratch, output, direction, area)
+        // SAFETY: the caller promised `input` and `scratch` hold `input_bytes()` and `stream`
+        // is live; both stay allocated until the stream passes the transform.
+        with_device(rt, self.entry.desc.device, || unsafe {
+            rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream)
+        })?;
+        // SAFETY: as above; the transform reads the copy, in stream order after it.
+        unsafe { self.enqueue(stream, scratch, output, direction, area) }
     }
 
     /// Releases now. The caller vouches that no execution under this lease is still pending
@@ -161,8 +192,13 @@ impl Lease {
 
     /// Releases once the work enqueued so far on `stream` completes: the pool records an
     /// event there and its completion thread releases the lease when the event fires.
-    pub fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
-        crate::pool::completion::release_after(self, stream)
+    ///
+    /// # Safety
+    /// `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime (an event is
+    /// recorded on it now; it may be destroyed afterwards).
+    pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { crate::pool::completion::release_after(self, stream) }
     }
 }
 
@@ -199,5 +235,29 @@ impl Drop for Lease {
                 let _ = self.entry.core.retire_tx.send(self.entry.clone());
             }
         }
+    }
+}
+
+// So that `?` works on `release_after` in any function returning the crate's `Result`.
+
+impl std::fmt::Display for ReleaseAfterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "release_after failed (the lease came back to the caller): {}", self.error)
+    }
+}
+
+impl std::error::Error for ReleaseAfterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// `?` on [`Lease::release_after`] keeps the error and drops the lease that came back.
+/// Dropping a lease releases it at once, so only convert where its execution is known to be
+/// complete (or the device is in error); to wait first, match the error and synchronize the
+/// stream before dropping `lease`.
+impl From<ReleaseAfterError> for Error {
+    fn from(e: ReleaseAfterError) -> Self {
+        e.error
     }
 }

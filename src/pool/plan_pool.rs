@@ -714,7 +714,8 @@ impl PlanPool {
         for (device, list) in events {
             let _ = with_device(rt, device, || {
                 for ev in list {
-                    if let Err(e) = rt.event_destroy(ev) {
+                    // SAFETY: free-list events are live and recorded by nobody.
+                    if let Err(e) = unsafe { rt.event_destroy(ev) } {
                         tracing::warn!(error = %e, "event destroy failed");
                     }
                 }

@@ -16,6 +16,7 @@
 //! - `cuda` (feature `cuda`): cuFFT and the CUDA runtime through cudarc.
 //!
 //! This layer calls only [`crate::desc`] and [`crate::error`].
+#![deny(missing_docs)]
 
 pub mod boundary;
 pub mod codes;
