@@ -98,7 +98,8 @@ extern "C" fn hook_create(ctx: *mut c_void, dev: c_int, ty: c_int, n: i64, batch
 extern "C" fn hook_destroy(ctx: *mut c_void, handle: i64) {
     // SAFETY: as above.
     let ctx = unsafe { &*(ctx as *const HookCtx) };
-    if let Err(e) = ctx.rt.plan_destroy(RawPlan(handle as usize)) {
+    // SAFETY: the baseline destroys each plan it made once, after its last use.
+    if let Err(e) = unsafe { ctx.rt.plan_destroy(RawPlan(handle as usize)) } {
         eprintln!("baseline destroy failed: {e}");
     }
 }

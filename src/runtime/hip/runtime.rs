@@ -39,7 +39,7 @@ impl fmt::Debug for HipRuntime {
 }
 
 /// `HIP_VERSION`-style `major * 10_000_000 + minor * 100_000 + patch`, shown decoded too.
-fn hip_version_string(v: i32) -> String {
+pub(super) fn hip_version_string(v: i32) -> String {
     if v >= 10_000_000 {
         format!("{v} ({}.{}.{})", v / 10_000_000, (v / 100_000) % 100, v % 100_000)
     } else {
@@ -136,7 +136,7 @@ impl HipRuntime {
 
     /// A runtime over entry points that were not loaded from a file (tests use stubs).
     #[cfg(test)]
-    fn from_entry_points(fft: HipfftLib, hip: HipLib) -> Self {
+    pub(super) fn from_entry_points(fft: HipfftLib, hip: HipLib) -> Self {
         HipRuntime { fft, hip, libraries: Vec::new(), versions: Vec::new(), _handles: Vec::new() }
     }
 

@@ -1,7 +1,7 @@
 //! The runtime over stubbed entry points: what it passes to hipFFT and HIP, and how it
 //! reads their statuses, without a GPU or a library file.
 
-use super::runtime::HipRuntime;
+use super::runtime::{HipRuntime, hip_version_string};
 use super::sys::{self, HipLib, HipfftLib, hipEvent_t, hipfftHandle};
 use crate::desc::{PlanDesc, TransformType};
 use crate::error::Error;
@@ -35,6 +35,7 @@ const FAKE_PLAN: usize = 0x5eed_0000;
 static DESTROYED: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" fn create_fake(plan: *mut hipfftHandle) -> c_int {
+    // SAFETY: the runtime under test passes a valid out pointer.
     unsafe { *plan = FAKE_PLAN as hipfftHandle };
     0
 }
@@ -115,6 +116,7 @@ unsafe extern "C" fn make_record(
     work: *mut usize,
 ) -> c_int {
     let r = rank as usize;
+    // SAFETY: non-null embeds hold `rank` entries (the runtime passes arrays of 3).
     let read = |p: *mut c_longlong| (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p, r) }.to_vec());
     *MADE.lock().unwrap() = Some(MakeArgs {
         rank,
@@ -129,6 +131,7 @@ unsafe extern "C" fn make_record(
         batch,
         auto: *AUTO.lock().unwrap(),
     });
+    // SAFETY: the runtime under test passes a valid out pointer.
     unsafe { *work = 4096 };
     0
 }
@@ -175,12 +178,14 @@ unsafe extern "C" fn query_status(_: hipEvent_t) -> c_int {
     QUERY_STATUS.load(Ordering::SeqCst) as c_int
 }
 unsafe extern "C" fn no_device(n: *mut c_int) -> c_int {
+    // SAFETY: the runtime under test passes a valid out pointer.
     unsafe { *n = 0 };
     sys::hip_error::hipErrorNoDevice
 }
 static MALLOC_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
 unsafe extern "C" fn malloc_record(p: *mut *mut c_void, bytes: usize) -> c_int {
     MALLOC_BYTES.store(bytes, Ordering::SeqCst);
+    // SAFETY: the runtime under test passes a valid out pointer.
     unsafe { *p = 0x1000 as *mut c_void };
     0
 }
@@ -197,15 +202,19 @@ fn hip_statuses_map_by_name_and_number() {
     hip.hipGetErrorName = Some(error_name);
     let rt = HipRuntime::from_entry_points(HipfftLib::stubbed(), hip);
     QUERY_STATUS.store(0, Ordering::SeqCst);
-    assert!(rt.event_query(RawEvent(1)).unwrap());
+    // SAFETY: the stubbed hipEventQuery reads no handle.
+    assert!(unsafe { rt.event_query(RawEvent(1)) }.unwrap());
     QUERY_STATUS.store(600, Ordering::SeqCst);
-    assert!(!rt.event_query(RawEvent(1)).unwrap(), "hipErrorNotReady is Ok(false)");
+    // SAFETY: the stubbed hipEventQuery reads no handle.
+    assert!(!unsafe { rt.event_query(RawEvent(1)) }.unwrap(), "hipErrorNotReady is Ok(false)");
     QUERY_STATUS.store(400, Ordering::SeqCst);
-    let e = rt.event_query(RawEvent(1)).unwrap_err();
+    // SAFETY: the stubbed hipEventQuery reads no handle.
+    let e = unsafe { rt.event_query(RawEvent(1)) }.unwrap_err();
     assert_eq!(e.to_string(), "hipEventQuery failed with HIP hipErrorInvalidResourceHandle (400)");
     // A code the table lacks takes the library's own name.
     QUERY_STATUS.store(4242, Ordering::SeqCst);
-    let e = rt.event_query(RawEvent(1)).unwrap_err();
+    // SAFETY: the stubbed hipEventQuery reads no handle.
+    let e = unsafe { rt.event_query(RawEvent(1)) }.unwrap_err();
     assert_eq!(e.to_string(), "hipEventQuery failed with HIP hipErrorFromTheLibrary (4242)");
     assert_eq!(rt.device_count().unwrap(), 0, "hipErrorNoDevice counts as no devices");
     assert_eq!(rt.malloc(0).unwrap(), DevicePtr(0x1000));
