@@ -49,6 +49,11 @@ pub use runtime::{
     CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
 
+/// The README's Rust example, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
 #[cfg(all(test, loom))]
 mod loom_tests;

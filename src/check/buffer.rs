@@ -146,3 +146,45 @@ impl Drop for Stream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::codes::{hip_code, hip_error};
+    use crate::runtime::decorator::Decorator;
+    use crate::runtime::sim::{SimConfig, SimRuntime};
+
+    /// The sim with an injected fault: `free` and `stream_destroy` fail (and release
+    /// nothing), as on a device in error.
+    struct FailingRelease(SimRuntime);
+
+    impl Decorator for FailingRelease {
+        fn inner(&self) -> &dyn Runtime {
+            &self.0
+        }
+        unsafe fn free(&self, _ptr: DevicePtr) -> Result<()> {
+            Err(Error::Runtime { call: "hipFree", code: hip_code(hip_error::hipErrorIllegalAddress) })
+        }
+        unsafe fn stream_destroy(&self, _stream: RawStream) -> Result<()> {
+            Err(Error::Runtime { call: "hipStreamDestroy", code: hip_code(hip_error::hipErrorIllegalAddress) })
+        }
+    }
+
+    #[test]
+    fn a_failing_release_in_drop_is_recorded_not_raised() {
+        let rt: Arc<dyn Runtime> = Arc::new(FailingRelease(SimRuntime::new(SimConfig::default())));
+        let before = drop_failures().count;
+        let buffer = DeviceBuffer::from_host(&rt, &[7u8; 64]).unwrap();
+        drop(buffer);
+        let after = drop_failures();
+        assert_eq!(after.count, before + 1);
+        let last = after.last.unwrap();
+        assert!(last.contains("64-byte device buffer") && last.contains("hipFree"), "{last}");
+
+        let stream = Stream::new(&rt).unwrap();
+        drop(stream);
+        let after = drop_failures();
+        assert_eq!(after.count, before + 2);
+        assert!(after.last.unwrap().contains("hipStreamDestroy"));
+    }
+}

@@ -270,6 +270,26 @@ pub enum DescError {
 }
 
 /// The full transform descriptor. Build it with [`PlanDesc::new`] and the layout methods.
+///
+/// # Examples
+///
+/// ```
+/// use hipfft_pool::{Layout, PlanDesc, TransformType};
+///
+/// // 512 real transforms of 400 points, packed: 512 x 201 complex outputs.
+/// let desc = PlanDesc::new(TransformType::R2C, &[400], 512);
+/// let ext = desc.validate()?;
+/// assert_eq!(ext.output_bytes, 512 * 201 * 8);
+///
+/// // An advanced input layout (batches 401 floats apart) on device 1.
+/// let strided = desc.with_input_layout(Layout::new(&[400], 1, 401)).on_device(1);
+/// assert_ne!(strided, desc);
+///
+/// // Rejected before any library call, naming the field.
+/// let err = PlanDesc::new(TransformType::C2C, &[0], 1).validate().unwrap_err();
+/// assert!(err.to_string().contains("`n[0]` = 0"));
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct PlanDesc {
     /// Device ordinal the plan is made and executed on.

@@ -14,6 +14,26 @@ use crate::pool::lease_state::Released;
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 
+/// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
+/// While it is held the plan is never destroyed; release it once the work enqueued under it
+/// completed ([`Lease::release_after`] does that for a stream).
+///
+/// # Examples
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+/// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+/// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+/// # let pool = PlanPool::new(config, runtime.clone())?;
+/// let desc = PlanDesc::new(TransformType::R2C, &[400], 16);
+/// let lease = pool.acquire(&desc)?;
+/// assert_eq!(lease.desc(), &desc);
+/// assert_eq!(pool.metrics().in_flight, 1);
+/// drop(lease); // dropping releases, like `release`
+/// assert_eq!(pool.metrics().in_flight, 0);
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 pub struct Lease {
     pub(crate) entry: Arc<PlanEntry>,
 }
@@ -40,15 +60,57 @@ impl fmt::Debug for Lease {
 impl Lease {
     /// The raw `hipfftHandle` (a pointer on AMD, an `int` on NVIDIA), for callers that drive
     /// hipFFT themselves. Valid while this lease is held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// assert_ne!(lease.plan().0, 0);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn plan(&self) -> RawPlan {
         self.entry.plan
     }
 
     /// Work-area bytes the plan needs per execution (what `hipfftMakePlanMany64` returned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[1024], 4))?;
+    /// let work = runtime.malloc(lease.work_size())?; // what each execution needs
+    /// // SAFETY: allocated above, used by nothing.
+    /// unsafe { runtime.free(work) }?;
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn work_size(&self) -> usize {
         self.entry.work_size
     }
 
+    /// The descriptor the plan was made for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::Z2Z, &[32, 32], 2);
+    /// assert_eq!(pool.acquire(&desc)?.desc(), &desc);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn desc(&self) -> &PlanDesc {
         &self.entry.desc
     }
@@ -71,6 +133,36 @@ impl Lease {
     /// - All three stay allocated, and nothing else writes them, until the transform
     ///   completes on `stream`; the lease is held that long too (release it with
     ///   [`Lease::release_after`] on the same stream).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2C, &[64], 1);
+    /// let lease = pool.acquire(&desc)?;
+    /// let ext = desc.extents()?;
+    /// // On the sim device memory is host memory; on a GPU these come from the host's allocator.
+    /// let (input, output) = (runtime.malloc(ext.input_bytes)?, runtime.malloc(ext.output_bytes)?);
+    /// let work = runtime.malloc(lease.work_size())?;
+    /// let stream = runtime.stream_create()?;
+    /// // SAFETY: the buffers are the pool's runtime's, of the sizes the plan needs, and are freed
+    /// // only after the stream finished; the lease is released after the stream's work too.
+    /// unsafe {
+    ///     runtime.memcpy_htod(input, &vec![0u8; ext.input_bytes])?;
+    ///     lease.exec(stream, input, output, hipfft_pool::Direction::Forward, Some(work))?;
+    ///     lease.release_after(stream)?;
+    ///     runtime.stream_synchronize(stream)?;
+    ///     for buffer in [input, output, work] {
+    ///         runtime.free(buffer)?;
+    ///     }
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub unsafe fn exec(
         &self,
         stream: RawStream,
@@ -137,6 +229,20 @@ impl Lease {
     }
 
     /// Bytes the input buffer of one execution spans (what a scratch copy needs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2R, &[16], 2);
+    /// // 2 batches of 9 complex floats (8 bytes each): the half spectrum of 16 points.
+    /// assert_eq!(pool.acquire(&desc)?.input_bytes(), 2 * 9 * 8);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn input_bytes(&self) -> usize {
         self.entry.input_bytes
     }
@@ -150,6 +256,38 @@ impl Lease {
     /// [`Lease::exec`]'s contract, and `scratch` is device memory of the plan's device of at
     /// least [`Lease::input_bytes`] bytes, apart from `input` and `output`, that stays
     /// allocated until the transform completes on `stream`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2R, &[64], 1);
+    /// let lease = pool.acquire(&desc)?;
+    /// let ext = desc.extents()?;
+    /// let (input, output) = (runtime.malloc(ext.input_bytes)?, runtime.malloc(ext.output_bytes)?);
+    /// let (work, scratch) = (runtime.malloc(lease.work_size())?, runtime.malloc(lease.input_bytes())?);
+    /// let stream = runtime.stream_create()?;
+    /// let spectrum = vec![1u8; ext.input_bytes];
+    /// // SAFETY: as for `exec`, and `scratch` holds `input_bytes()` bytes of its own.
+    /// unsafe {
+    ///     runtime.memcpy_htod(input, &spectrum)?;
+    ///     lease.exec_preserving_input(stream, input, output, hipfft_pool::Direction::Inverse, Some(work), scratch)?;
+    ///     lease.release_after(stream)?;
+    ///     runtime.stream_synchronize(stream)?;
+    ///     let mut after = vec![0u8; ext.input_bytes];
+    ///     runtime.memcpy_dtoh(&mut after, input)?;
+    ///     assert!(after == spectrum, "C2R overwrote the copy, not the input");
+    ///     for buffer in [input, output, work, scratch] {
+    ///         runtime.free(buffer)?;
+    ///     }
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub unsafe fn exec_preserving_input(
         &self,
         stream: RawStream,
@@ -186,6 +324,20 @@ impl Lease {
 
     /// Releases now. The caller vouches that no execution under this lease is still pending
     /// on the device (or uses [`Lease::release_after`]). Never calls the runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// lease.release(); // nothing was enqueued under it
+    /// assert_eq!(pool.metrics().in_flight, 0);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn release(self) {
         drop(self)
     }
@@ -196,6 +348,26 @@ impl Lease {
     /// # Safety
     /// `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime (an event is
     /// recorded on it now; it may be destroyed afterwards).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let stream = runtime.stream_create()?;
+    /// // SAFETY: a live stream of the pool's runtime.
+    /// unsafe { lease.release_after(stream) }?;
+    /// // SAFETY: as above; destroyed once its work (none here) is done.
+    /// unsafe {
+    ///     runtime.stream_synchronize(stream)?;
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
         // SAFETY: the caller's promise, passed on.
         unsafe { crate::pool::completion::release_after(self, stream) }
@@ -232,7 +404,12 @@ impl Drop for Lease {
             Released::LastOfRetired => {
                 // Hand it to the destroyer thread; if that is gone (process teardown), the
                 // plan is destroyed by whoever drains the queue, never here.
-                let _ = self.entry.core.retire_tx.send(self.entry.clone());
+                if self.entry.core.retire_tx.send(self.entry.clone()).is_err() {
+                    // The destroyer thread is gone (it panicked, or the process is exiting):
+                    // the handle is never destroyed. Counted and logged, never a panic here.
+                    Counters::bump(&self.entry.dev.counters.destroy_failures);
+                    tracing::error!(plan = ?self.entry.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
+                }
             }
         }
     }
