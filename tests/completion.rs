@@ -48,7 +48,8 @@ impl Watched {
     }
 }
 
-impl Decorator for Watched {
+// SAFETY: records and forwards to the sim; what it returns is the sim's answer.
+unsafe impl Decorator for Watched {
     fn inner(&self) -> &dyn Runtime {
         &*self.sim
     }

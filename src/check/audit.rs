@@ -138,7 +138,9 @@ impl AuditedRuntime {
     }
 }
 
-impl Decorator for AuditedRuntime {
+// SAFETY: every call goes to the inner runtime with the caller's arguments and returns its
+// answer; the audit's own events are made and destroyed through it.
+unsafe impl Decorator for AuditedRuntime {
     fn inner(&self) -> &dyn Runtime {
         &*self.inner
     }

@@ -158,7 +158,8 @@ mod tests {
     /// nothing), as on a device in error.
     struct FailingRelease(SimRuntime);
 
-    impl Decorator for FailingRelease {
+    // SAFETY: the overrides only return errors (releasing nothing); the rest is the sim's.
+    unsafe impl Decorator for FailingRelease {
         fn inner(&self) -> &dyn Runtime {
             &self.0
         }

@@ -123,7 +123,19 @@ pub struct RuntimeInfo {
 /// - a *device range* of `n` bytes at `p` lies inside one allocation of this runtime's
 ///   [`Runtime::malloc`] that has not been freed (or, for a host that drives the library
 ///   itself, inside memory the library accepts as device memory).
-pub trait Runtime: Send + Sync + 'static {
+///
+/// # Safety
+///
+/// For implementors. Safe code trusts what a runtime returns (the owning wrappers copy into
+/// what `malloc` gave, the pool hands out plans `plan_create` made), so an implementation
+/// promises:
+/// - `malloc(bytes)` returns a pointer that this runtime's memory calls and executions
+///   accept as a device range of `bytes` bytes until it is freed;
+/// - `plan_create` returns a live plan whose executions read and write no more than the
+///   descriptor's extents and a work area of the `work_size` it reports;
+/// - `event_create` and `stream_create` return live handles;
+/// - no call touches memory beyond what its own `# Safety` section names, from any thread.
+pub unsafe trait Runtime: Send + Sync + 'static {
     /// Which library this is.
     fn kind(&self) -> RuntimeKind;
 

@@ -1,6 +1,7 @@
 //! Wrappers around a runtime (the audit, test doubles, fault injectors) without forwarding
 //! code: implement [`Decorator`], override the calls to watch, and the blanket impl makes
-//! the type a [`Runtime`] whose other calls go to [`Decorator::inner`].
+//! the type a [`Runtime`] whose other calls go to [`Decorator::inner`]. Both traits are
+//! `unsafe` to implement: safe wrappers trust the handles and pointers a runtime returns.
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
@@ -17,7 +18,13 @@ macro_rules! decorator {
     ) => {
         /// A runtime that wraps another. Each call goes to [`Decorator::inner`] unless the
         /// implementation overrides it; the semantics of each are [`Runtime`]'s.
-        pub trait Decorator: Send + Sync + 'static {
+        ///
+        /// # Safety
+        ///
+        /// The implementation keeps [`Runtime`]'s promises: a call it overrides returns
+        /// what the inner runtime returned, an error, or a value that honours the same
+        /// contract (a handle or pointer valid for the inner runtime's calls).
+        pub unsafe trait Decorator: Send + Sync + 'static {
             /// The wrapped runtime.
             fn inner(&self) -> &dyn Runtime;
             $(
@@ -41,7 +48,8 @@ macro_rules! decorator {
             )*
         }
 
-        impl<D: Decorator> Runtime for D {
+        // SAFETY: a `Decorator` promises `Runtime`'s contract (its own `# Safety`).
+        unsafe impl<D: Decorator> Runtime for D {
             $(
                 #[allow(clippy::too_many_arguments)]
                 #[inline]

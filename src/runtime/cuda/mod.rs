@@ -54,7 +54,10 @@ fn cufft_version(v: i32) -> String {
     format!("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100)
 }
 
-impl Runtime for CudaRuntime {
+// SAFETY: every call is the cuFFT or CUDA runtime entry point its doc names, and returns
+// what the library returned: cudaMalloc's allocation, a plan made by cufftMakePlanMany64
+// with the work size it reported, handles from the library's own create calls.
+unsafe impl Runtime for CudaRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Cuda
     }

@@ -166,7 +166,10 @@ fn packed_dist(dims: &[i64]) -> i64 {
     dims.iter().product()
 }
 
-impl Runtime for HipRuntime {
+// SAFETY: every call is the hipFFT or HIP entry point its doc names, and returns what the
+// library returned: hipMalloc's allocation, a plan made by hipfftMakePlanMany64 with the
+// work size it reported, handles from the library's own create calls.
+unsafe impl Runtime for HipRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Hip
     }

@@ -164,7 +164,10 @@ impl Drop for SimRuntime {
     }
 }
 
-impl Runtime for SimRuntime {
+// SAFETY: `malloc` returns host memory of the size asked for, which the sim's own copies and
+// executions check against its allocation table; plans are made for their descriptor and
+// its work size; handles are table keys, so a stale one is refused, never dereferenced.
+unsafe impl Runtime for SimRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Sim
     }
