@@ -319,7 +319,7 @@ impl PlanPool {
     /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
     /// # let pool = PlanPool::new(config, runtime.clone())?;
     /// use std::time::Duration;
-    /// let config = PoolConfig::builder().private_ceiling(8).acquire_timeout(Duration::from_millis(250)).build()?;
+    /// let config = PoolConfig::builder().capacity(4).private_ceiling(8).acquire_timeout(Duration::from_millis(250)).build()?;
     /// let pool = PlanPool::new(config, runtime)?;
     /// assert_eq!(pool.acquire_timeout(), Duration::from_millis(250));
     /// # Ok::<(), hipfft_pool::Error>(())
