@@ -41,7 +41,7 @@ impl HipLibrary {
         }
     }
 
-    /// A short name for messages and [`RuntimeInfo::libraries`].
+    /// A short name for messages and [`RuntimeInfo::libraries`](crate::runtime::RuntimeInfo::libraries).
     pub fn name(self) -> &'static str {
         match self {
             HipLibrary::Hipfft => "hipfft",
@@ -64,7 +64,7 @@ pub enum CandidateOrigin {
     /// A plain name resolved by the dynamic loader (`LD_LIBRARY_PATH`, rpath, ld.so.cache,
     /// or a library the process already loaded).
     Loader,
-    /// A path given to [`HipRuntime::load_from`].
+    /// A path given to [`HipRuntime::load_from`](super::HipRuntime::load_from).
     Explicit,
     /// Already mapped in the process under this soname (found with `RTLD_NOLOAD`).
     AlreadyLoaded,
@@ -94,7 +94,7 @@ pub struct Candidate {
 }
 
 /// The search order for `lib`, given an environment lookup (`std::env::var_os` in
-/// [`HipRuntime::load`]). Empty variables count as unset; duplicate paths are dropped.
+/// [`HipRuntime::load`](super::HipRuntime::load)). Empty variables count as unset; duplicate paths are dropped.
 pub fn library_candidates(lib: HipLibrary, env: impl Fn(&str) -> Option<OsString>) -> Vec<Candidate> {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
     if let Some(path) = var(lib.override_var()) {
