@@ -50,6 +50,15 @@ pub enum Error {
         joined_creation: bool,
     },
 
+    /// A create or destroy on the device has not returned for longer than the acquire
+    /// timeout: misses on that device fail at once until it returns.
+    #[error(
+        "device {device} is stuck: {call} for {desc} has been running for {running:.1?}; misses on this device fail at once until it returns \
+         (hipfftDestroy can reach hipFree, which waits for all of the device's queued work; on ROCm check that \
+         hipSetDeviceFlags ran before the device's first use)"
+    )]
+    DeviceStuck { device: i32, call: &'static str, desc: String, running: Duration },
+
     #[error("runtime unavailable: {0}")]
     Unavailable(String),
 
@@ -67,7 +76,7 @@ fn timeout_message(device: i32, waited: Duration, s: &CeilingState, joined_creat
     );
     if joined_creation {
         format!(
-            "acquire timed out: waited {waited:?} on device {device} for another thread's creation of the same plan \
+            "acquire timed out: waited {waited:?} on device {device} for the creation of this plan \
              (its hipfftMakePlanMany64 had not returned; {counts}); the watchdog reports a creation that hangs; \
              if creations are only slow, raise HIPFFT_POOL_ACQUIRE_TIMEOUT_MS"
         )
