@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use crate::pool::ceiling::LiveCeiling;
+use crate::pool::creator::{Creators, RuntimeCalls};
 use crate::desc::PlanDesc;
 use crate::observe::counters::{Counters, Latency};
 use crate::pool::lease_state::LeaseState;
@@ -18,6 +19,9 @@ use crate::observe::watchdog::{CallKind, Watchdog};
 pub(crate) struct Device {
     pub ceiling: Arc<LiveCeiling>,
     pub counters: Counters,
+    /// Creates and destroys running on this device: one running past the acquire timeout
+    /// marks the device stuck.
+    pub calls: RuntimeCalls,
 }
 
 /// Where a device's ceiling comes from.
@@ -49,6 +53,11 @@ pub(crate) struct Core {
     /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
     /// returned: `shutdown` waits for them as for retired plans.
     pub destroying: crate::sync::AtomicUsize,
+    /// Where misses run their plan creations (never on the calling thread).
+    pub creators: Creators,
+    /// Plans whose destroy could not run (their device could not be made current): still
+    /// alive, still counted, retried by the destroyer thread.
+    pub undestroyed: Mutex<Vec<Arc<PlanEntry>>>,
 }
 
 impl Core {
@@ -64,7 +73,7 @@ impl Core {
         self.devices
             .write()
             .entry(id)
-            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default() }))
+            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default(), calls: RuntimeCalls::default() }))
             .clone()
     }
 
@@ -81,25 +90,39 @@ impl Core {
 
     /// Destroys an idle plan that `PlanPool::retire` handed out (counted in `destroying`
     /// from then until now). Never called under a pool lock, never from `release()`.
-    pub(crate) fn destroy(&self, entry: &PlanEntry) {
+    pub(crate) fn destroy(&self, entry: &Arc<PlanEntry>) {
         self.destroy_plan(entry);
         self.destroying.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Destroys a plan nobody can reach any more, with its device current, then gives its
-    /// slot back.
-    fn destroy_plan(&self, entry: &PlanEntry) {
+    /// slot back. Returns false, keeping the slot, when the destroy could not run at all
+    /// (the device could not be made current): the handle is still alive, so it still
+    /// counts, and it is kept for a retry (`undestroyed`).
+    fn destroy_plan(&self, entry: &Arc<PlanEntry>) -> bool {
         let rt = &*self.runtime;
         let started = std::time::Instant::now();
+        let mut ran = false;
         let result = {
             let _span = tracing::debug_span!("destroy", desc = %entry.desc).entered();
             let _call = self.watchdog.enter(CallKind::Destroy, &entry.desc, &entry.dev.ceiling);
-            // SAFETY: the plan is live and unreachable: no lease, no cache slot, no other
-            // destroyer; its last execution was released.
-            with_device(rt, entry.desc.device, || unsafe { rt.plan_destroy(entry.plan) })
+            let _running = entry.dev.calls.enter(CallKind::Destroy, &entry.desc);
+            with_device(rt, entry.desc.device, || {
+                ran = true;
+                // SAFETY: the plan is live and unreachable: no lease, no cache slot, no other
+                // destroyer; its last execution was released.
+                unsafe { rt.plan_destroy(entry.plan) }
+            })
         };
         let c = &entry.dev.counters;
         c.record_latency(Latency::Destroy, entry.desc.device, started.elapsed());
+        if !ran {
+            let e = result.err().map(|e| e.to_string()).unwrap_or_default();
+            tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy could not run (device not current); the plan stays alive and counted, and is retried");
+            Counters::bump(&c.destroy_failures);
+            lock(&self.undestroyed).push(entry.clone());
+            return false;
+        }
         match result {
             Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {
@@ -113,6 +136,85 @@ impl Core {
         c.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
         self.live_down(&entry.dev);
         entry.dev.ceiling.release();
+        true
+    }
+
+    /// Hands an evicted idle plan to the destroyer thread: a miss never runs a destroy
+    /// itself (a destroy can wait for the device's whole queue, or forever). Only if that
+    /// thread is gone (process teardown) is it destroyed here.
+    pub(crate) fn doom(&self, entry: Arc<PlanEntry>) {
+        if let Err(e) = self.retire_tx.send(entry) {
+            self.destroy(&e.into_inner());
+        }
+    }
+
+    /// Settles a creation whose miss stopped waiting for it: the plan it made (if any) is
+    /// destroyed, and the slot, the live count and `creating` are given back. Runs on the
+    /// creation worker, once the call returned.
+    pub(crate) fn settle_abandoned(&self, dev: &Arc<Device>, desc: &PlanDesc, made: crate::error::Result<crate::runtime::boundary::CreatedPlan>) {
+        let c = &dev.counters;
+        match made {
+            Ok(created) => {
+                Counters::bump(&c.creations);
+                tracing::warn!(desc = %desc, "a plan creation returned after its miss gave up; destroying it");
+                let rt = &*self.runtime;
+                let result = {
+                    let _call = self.watchdog.enter(CallKind::Destroy, desc, &dev.ceiling);
+                    let _running = dev.calls.enter(CallKind::Destroy, desc);
+                    // SAFETY: the plan was just made by this creation and nothing else has it:
+                    // its miss gave up before it was cached.
+                    with_device(rt, desc.device, || unsafe { rt.plan_destroy(created.plan) })
+                };
+                match result {
+                    Ok(()) => Counters::bump(&c.destroys),
+                    Err(e) => {
+                        tracing::error!(desc = %desc, error = %e, "hipfftDestroy of an abandoned creation failed");
+                        Counters::bump(&c.destroy_failures);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(desc = %desc, error = %e, "a plan creation failed after its miss gave up");
+                Counters::bump(&c.create_failures);
+            }
+        }
+        c.creating.fetch_sub(1, Ordering::SeqCst);
+        self.live_down(dev);
+        dev.ceiling.release();
+    }
+
+    /// Retries the destroys that could not run. Called by the destroyer thread.
+    pub(crate) fn retry_undestroyed(&self) {
+        let pending = std::mem::take(&mut *lock(&self.undestroyed));
+        for e in pending {
+            // A plan that fails again goes back on the list.
+            self.destroy_plan(&e);
+        }
+    }
+
+    /// Destroys what the destroyer thread was handed: a retired plan whose last lease
+    /// went, or an idle plan a miss evicted (told apart by the retired set, which an idle
+    /// victim has already left). A panic in the runtime is caught, logged and counted,
+    /// and the thread keeps serving; the plan then stays counted as live.
+    pub(crate) fn destroy_doomed(&self, entry: Arc<PlanEntry>) {
+        let retired = lock(&self.retired).get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry));
+        let desc = entry.desc;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if retired {
+                self.destroy_retired(entry);
+            } else {
+                self.destroy(&entry);
+            }
+        }));
+        if let Err(p) = outcome {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(desc = %desc, "hipfftDestroy panicked on the destroyer thread: {msg}; the plan stays counted as live");
+            Counters::bump(&self.device(desc.device).counters.destroy_failures);
+        }
     }
 
     /// Destroys a retired plan whose last lease went, then removes it from the retired set.
@@ -120,6 +222,8 @@ impl Core {
     /// destroy is still in progress. (The handle may have been reused by a plan retired
     /// since; only this entry is removed.)
     pub(crate) fn destroy_retired(&self, entry: Arc<PlanEntry>) {
+        // Even when it could not run (kept in `undestroyed`), it leaves the retired set: it
+        // has no lease left, and `shutdown` reports undestroyed plans on their own.
         self.destroy_plan(&entry);
         let mut retired = lock(&self.retired);
         if retired.get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry)) {

@@ -14,6 +14,8 @@
 //! - `completion`: the completion thread, generic over what it holds: it polls each
 //!   stream's oldest pending event and hands back what completed.
 //! - `flight`: single flight, so concurrent misses on one key make one plan.
+//! - `creator`: the workers that run plan creations, so a miss waits for one only until
+//!   its deadline, and the registry of running calls that marks a device stuck.
 //! - `ceiling`: [`LiveCeiling`], the hard process-wide bound, and its wait.
 //! - `clock`: the recency clock that keeps hits off shared cache lines.
 //! - `thrash`: the detector that warns when evicted keys come straight back.
@@ -32,6 +34,7 @@ pub mod ceiling;
 pub(crate) mod clock;
 pub(crate) mod completion;
 pub mod config;
+pub(crate) mod creator;
 pub(crate) mod entry;
 pub(crate) mod flight;
 pub mod lease;
