@@ -46,11 +46,3 @@ pub use runtime::sim::{SimConfig, SimRuntime};
 pub use runtime::{
     CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
-
-/// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
-#[cfg(all(test, loom))]
-mod loom_tests;
-
-/// The exhaustive interleaving explorer of the lease hand-off (plain `cargo test`).
-#[cfg(all(test, not(loom)))]
-mod explore_tests;

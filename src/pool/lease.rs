@@ -5,15 +5,18 @@
 //! is safe where HIP calls are forbidden, such as a stream host callback.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::pool::entry::PlanEntry;
 use crate::error::{Error, Result};
-use crate::pool::lease_state::Released;
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 
+/// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
+/// While it is held the plan is never destroyed, even if the cache evicts it; dropping it
+/// (or [`Lease::release`]) gives it back, [`Lease::release_after`] once the GPU is done.
 pub struct Lease {
     pub(crate) entry: Arc<PlanEntry>,
 }
@@ -21,7 +24,9 @@ pub struct Lease {
 /// `release_after` could not hand the lease to the completion thread; the lease comes back
 /// so that it is neither lost nor released while its execution may be in flight.
 pub struct ReleaseAfterError {
+    /// Why: the pool shut down, or recording the event failed (named with its code).
     pub error: Error,
+    /// The lease, still held: synchronize the stream, then drop it.
     pub lease: Lease,
 }
 
@@ -49,6 +54,7 @@ impl Lease {
         self.entry.work_size
     }
 
+    /// The descriptor the plan was made for.
     pub fn desc(&self) -> &PlanDesc {
         &self.entry.desc
     }
@@ -162,7 +168,17 @@ impl Lease {
     /// Releases once the work enqueued so far on `stream` completes: the pool records an
     /// event there and its completion thread releases the lease when the event fires.
     pub fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
-        crate::pool::completion::release_after(self, stream)
+        self.into_entry()
+            .release_after(stream)
+            .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease { entry } })
+    }
+
+    /// The plan with the lease this value held, which it now stands for (not released).
+    fn into_entry(self) -> Arc<PlanEntry> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or used again, so the `Arc` is moved out of it
+        // exactly once; its strong count and the lease it counts move with it.
+        unsafe { std::ptr::read(&this.entry) }
     }
 }
 
@@ -187,17 +203,6 @@ fn check_direction(t: TransformType, d: Direction) -> Result<()> {
 impl Drop for Lease {
     #[inline]
     fn drop(&mut self) {
-        match self.entry.state.release() {
-            Released::StillLeased => {}
-            Released::Idle => {
-                // An idle plan may be evicted: a miss waiting at the ceiling should look again.
-                self.entry.dev.ceiling.notify_if_waiting();
-            }
-            Released::LastOfRetired => {
-                // Hand it to the destroyer thread; if that is gone (process teardown), the
-                // plan is destroyed by whoever drains the queue, never here.
-                let _ = self.entry.core.retire_tx.send(self.entry.clone());
-            }
-        }
+        self.entry.release_lease();
     }
 }
