@@ -34,7 +34,6 @@ fn eviction_racing_the_last_release_of_a_leased_plan() {
         drop(held);
         evictor.join().unwrap();
         hitter.join().unwrap();
-        assert!(rt.live() <= 1, "capacity one: at most one plan stays cached");
         drop(pool);
         assert_eq!(rt.live(), 0);
         assert_eq!(rt.destroys(), rt.creations(), "every plan destroyed once");

@@ -34,7 +34,8 @@ use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::sync::{Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Mutex as LoomMutex;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::desc::{PlanDesc, TransformType};
 use crate::error::{Error, Result};
@@ -133,7 +134,10 @@ pub(crate) struct ModelRuntime {
     limit: usize,
     failing: bool,
     next: StdAtomicUsize,
-    live: StdMutex<HashSet<RawPlan>>,
+    /// Live plans. A loom mutex: loom then orders every read of it against the creates and
+    /// destroys (a std count would be invisible to its search, which would not look for a
+    /// schedule in which a test reads it too early).
+    live: LoomMutex<HashSet<RawPlan>>,
     creations: StdAtomicUsize,
     destroys: StdAtomicUsize,
     /// Plans a test thread holds a lease on and may execute (set by the test).
@@ -142,6 +146,9 @@ pub(crate) struct ModelRuntime {
     pending: StdMutex<HashSet<RawPlan>>,
     gpu_done: AtomicBool,
     live_events: StdAtomicUsize,
+    /// Bumped as a create or destroy starts: a loom operation, so that loom may run other
+    /// threads while the call is in progress (the ground truth above is std's, invisible to it).
+    calls: AtomicUsize,
 }
 
 impl ModelRuntime {
@@ -150,13 +157,14 @@ impl ModelRuntime {
             limit,
             failing: false,
             next: StdAtomicUsize::new(0x100),
-            live: StdMutex::new(HashSet::new()),
+            live: LoomMutex::new(HashSet::new()),
             creations: StdAtomicUsize::new(0),
             destroys: StdAtomicUsize::new(0),
             in_use: StdMutex::new(HashSet::new()),
             pending: StdMutex::new(HashSet::new()),
             gpu_done: AtomicBool::new(false),
             live_events: StdAtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
         })
     }
 
@@ -226,6 +234,7 @@ impl Decorator for ModelRuntime {
     }
 
     fn plan_create(&self, _desc: &PlanDesc, _options: PlanOptions) -> Result<CreatedPlan> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         if self.failing {
             return Err(alloc_failed());
         }
@@ -238,6 +247,7 @@ impl Decorator for ModelRuntime {
     }
 
     fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         assert!(!self.in_use.lock().unwrap().contains(&plan), "plan {plan:?} destroyed while a lease holder uses it");
         if self.pending.lock().unwrap().contains(&plan) {
             assert!(self.gpu_done.load(Ordering::SeqCst), "plan {plan:?} destroyed under pending GPU work");
@@ -256,8 +266,10 @@ impl Decorator for ModelRuntime {
         Ok(())
     }
 
+    /// Not done the first time: the GPU finishes right after it was first asked (or when
+    /// the test says so). One round of polling, not a spin loop for loom to unroll.
     fn event_query(&self, _event: RawEvent) -> Result<bool> {
-        Ok(self.gpu_done.load(Ordering::SeqCst))
+        Ok(self.gpu_done.swap(true, Ordering::SeqCst))
     }
 
     fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
