@@ -41,6 +41,8 @@
 //! [`LiveCeiling`]: ceiling::LiveCeiling
 //! [`PoolConfig`]: config::PoolConfig
 
+#![deny(missing_docs)]
+
 pub mod ceiling;
 pub(crate) mod clock;
 pub(crate) mod completion;

@@ -39,6 +39,9 @@ use crate::observe::watchdog::{CallKind, StalledCall, Watchdog};
 /// executions holding the live plans can never complete.
 pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 
+/// The plan cache: leases out cached plans (a hit is a map read and two atomics), makes
+/// missing ones under the live ceiling, destroys evicted ones explicitly, never under a lock
+/// and never while leased. Cheap to share between threads (`&self` everywhere).
 pub struct PlanPool {
     core: Arc<Core>,
     map: ConcurrentMap<PlanDesc, Arc<PlanEntry>>,
@@ -96,9 +99,13 @@ pub struct ShutdownReport {
 /// One cached plan, for summaries.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CachedPlan {
+    /// The descriptor, as text.
     pub desc: String,
+    /// Work-area bytes per execution.
     pub work_size: usize,
+    /// Hits since it was made.
     pub hits: u64,
+    /// Leases out now.
     pub leases: usize,
 }
 
@@ -200,6 +207,7 @@ impl PlanPool {
         })
     }
 
+    /// The runtime the pool makes its calls on.
     pub fn runtime(&self) -> &Arc<dyn Runtime> {
         &self.core.runtime
     }
@@ -214,10 +222,12 @@ impl PlanPool {
         self.core.device(device).ceiling.clone()
     }
 
+    /// Plans the cache holds at most.
     pub fn capacity(&self) -> usize {
         lock(&self.inner).capacity
     }
 
+    /// How long a miss waits at the ceiling before it fails.
     pub fn acquire_timeout(&self) -> Duration {
         self.acquire_timeout
     }
@@ -567,6 +577,7 @@ impl PlanPool {
         victims.len()
     }
 
+    /// Sets (or clears) the hook a miss at the ceiling calls before it waits (see [`FlushHook`]).
     pub fn set_flush_hook(&self, hook: Option<FlushHook>) {
         *self.flush_hook.write() = hook;
     }

@@ -3,40 +3,32 @@
 
 use super::{ModelRuntime, Regression, STREAM, caught, key, model, pool, spawn};
 
-/// The main thread holds and uses a lease on plan A; another thread's miss on B (capacity
-/// one) evicts A, racing the main thread's last release of it, while a third thread hits
-/// (or misses on) A. A is destroyed exactly once, never while a holder uses it (the
-/// runtime checks both), by its evictor or by the destroyer thread; nothing is left.
+/// The main thread holds and uses a lease on plan A, the least recently used of two cached
+/// plans; another thread lowers the capacity to one, which evicts A, racing the main thread's
+/// last release of it. A is destroyed exactly once, never while its holder uses it (the
+/// runtime checks both), by the evictor (A was idle) or by the destroyer thread (A was
+/// retired, and the release handed it on); nothing is left once the pool is gone.
 #[test]
 fn eviction_racing_the_last_release_of_a_leased_plan() {
     model(|| {
         let rt = ModelRuntime::new(2);
-        let pool = std::sync::Arc::new(pool(&rt, 1));
+        let pool = std::sync::Arc::new(pool(&rt, 2));
         let held = pool.acquire(&key(8)).expect("plan A");
-        rt.using(held.plan());
+        let a = held.plan();
+        rt.using(a);
+        drop(pool.acquire(&key(16)).expect("plan B"));
         let evictor = {
-            let (pool, rt) = (pool.clone(), rt.clone());
-            spawn(move || {
-                let b = pool.acquire(&key(16)).expect("plan B");
-                rt.using(b.plan());
-                rt.done_with(b.plan());
-            })
+            let pool = pool.clone();
+            spawn(move || pool.set_capacity(1).expect("a valid capacity"))
         };
-        let hitter = {
-            let (pool, rt) = (pool.clone(), rt.clone());
-            spawn(move || {
-                let a = pool.acquire(&key(8)).expect("plan A, cached or made again");
-                rt.using(a.plan());
-                rt.done_with(a.plan());
-            })
-        };
-        rt.done_with(held.plan());
+        rt.done_with(a);
         drop(held);
         evictor.join().unwrap();
-        hitter.join().unwrap();
+        assert_eq!(pool.cached_plans().len(), 1);
+        assert!(pool.cached_plans()[0].desc == key(16).to_string(), "A, the LRU plan, was evicted");
         drop(pool);
         assert_eq!(rt.live(), 0);
-        assert_eq!(rt.destroys(), rt.creations(), "every plan destroyed once");
+        assert_eq!((rt.creations(), rt.destroys()), (2, 2), "every plan destroyed once");
     });
 }
 

@@ -1,7 +1,7 @@
 //! `PlanPool`'s acquire path and shutdown under loom: misses at a full ceiling, single
 //! flight, the waiter's wake-up, a failing creation, shutdown against an idle destroy.
 
-use super::{ModelRuntime, Regression, alloc_failed, caught, key, model, pool, spawn};
+use super::{ModelRuntime, Regression, alloc_failed, caught, key, model, model_bounded, pool, spawn};
 
 /// Two threads miss on one key at a full ceiling (one slot, held by a cached plan that the
 /// main thread has leased) while the main thread releases that lease. Both misses are served
@@ -9,7 +9,7 @@ use super::{ModelRuntime, Regression, alloc_failed, caught, key, model, pool, sp
 /// no slot leaks: once the pool is gone, the runtime has no plan and the ceiling no slot.
 #[test]
 fn two_misses_on_one_key_at_a_full_ceiling_while_a_lease_is_released() {
-    model(|| {
+    model_bounded(2, || {
         let rt = ModelRuntime::new(1);
         let pool = std::sync::Arc::new(pool(&rt, 1));
         let ceiling = pool.ceiling();
