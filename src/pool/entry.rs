@@ -219,7 +219,11 @@ impl PlanEntry {
         };
         let tx = core.completion_tx.lock().clone();
         match tx {
-            Some(tx) => tx.send(PendingRelease { entry: self, event, stream }).map_err(|e| (Error::ShutDown, e.0.entry)),
+            Some(tx) => tx.send(PendingRelease { entry: self, event, stream }).map_err(|e| {
+                // The completion thread is gone: the event goes back (or is destroyed), not lost.
+                core.recycle_event(device, e.0.event);
+                (Error::ShutDown, e.0.entry)
+            }),
             None => {
                 core.recycle_event(device, event);
                 Err((Error::ShutDown, self))
