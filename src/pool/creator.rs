@@ -47,6 +47,19 @@ impl Creators {
     /// Runs `job` on a worker. A panic inside it is caught there (the job must report its
     /// own outcome through what it captured, see [`Handoff`]).
     pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
+        // Under loom the creation runs on the calling thread: the model's runtime never
+        // blocks, and loom checks what follows the hand-off, not a worker pool of OS threads.
+        #[cfg(loom)]
+        {
+            job();
+            return Ok(());
+        }
+        #[cfg(not(loom))]
+        self.submit_to_worker(job)
+    }
+
+    #[cfg(not(loom))]
+    fn submit_to_worker(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
         if self.idle.load(Ordering::SeqCst) == 0 {
             self.spawn_worker()?;
         }

@@ -10,11 +10,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, unbounded};
-use dashmap::DashMap;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
@@ -23,14 +20,19 @@ use crate::pool::clock::Recency;
 use crate::pool::creator::{Creators, Handoff};
 use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
-use crate::pool::entry::{CeilingPlan, Core, Device, PlanEntry};
+use crate::pool::device::{CeilingPlan, Device};
+use crate::pool::entry::{Core, PendingRelease, PlanEntry};
 use crate::error::{CeilingState, Error, Result};
 use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
 use crate::runtime::boundary::{CreatedPlan, PlanOptions, Runtime, with_device};
-use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::sync::channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
+use crate::sync::map::{ConcurrentMap, new_map};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::stat::AtomicU64;
+use crate::sync::{Mutex, Ordering, lock, parking};
 use crate::observe::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
@@ -71,10 +73,10 @@ pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 /// ```
 pub struct PlanPool {
     core: Arc<Core>,
-    map: DashMap<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    map: ConcurrentMap<PlanDesc, Arc<PlanEntry>>,
     inner: Mutex<Inner>,
     retire_rx: Receiver<Arc<PlanEntry>>,
-    flush_hook: parking_lot::RwLock<Option<FlushHook>>,
+    flush_hook: parking::RwLock<Option<FlushHook>>,
     recency: Recency,
     acquire_timeout: Duration,
     shutdown_timeout: Duration,
@@ -84,7 +86,7 @@ pub struct PlanPool {
     /// The destroyer and completion threads end on their own once every plan is gone (a
     /// destroy may block forever, so they are never joined); the watchdog is joined on drop.
     _threads: Vec<JoinHandle<()>>,
-    watchdog: Option<(JoinHandle<()>, crossbeam_channel::Sender<()>)>,
+    watchdog: Option<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)>,
 }
 
 struct Inner {
@@ -126,9 +128,13 @@ pub struct ShutdownReport {
 /// One cached plan, for summaries.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CachedPlan {
+    /// The descriptor, as text.
     pub desc: String,
+    /// Work-area bytes per execution.
     pub work_size: usize,
+    /// Hits since it was made.
     pub hits: u64,
+    /// Leases out now.
     pub leases: usize,
 }
 
@@ -178,10 +184,20 @@ impl PlanPool {
             });
         }
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
-        let (completion_tx, completion_rx) = unbounded();
+        let (completion_tx, completion_rx) = unbounded::<PendingRelease>();
         let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
-        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
-            .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?;
+        // Under loom the watchdog's thread (an OS thread that only reports) is not started;
+        // its registrations still run on every call.
+        #[cfg(not(loom))]
+        let watchdog_thread = Some(
+            Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
+                .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?,
+        );
+        #[cfg(loom)]
+        let watchdog_thread = {
+            let _unused_under_loom = (Watchdog::spawn, Watchdog::period);
+            None
+        };
         let core = Arc::new(Core {
             runtime,
             ceilings,
@@ -191,7 +207,7 @@ impl PlanPool {
             peak_live: Default::default(),
             retire_tx,
             retired: Mutex::new(HashMap::new()),
-            completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
+            completion_tx: parking::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
             destroying: Default::default(),
             creators: Creators::new(),
@@ -199,39 +215,45 @@ impl PlanPool {
         });
         let destroyer_rx = retire_rx.clone();
         let weak_core = Arc::downgrade(&core);
-        let destroyer = std::thread::Builder::new()
-            .name("hipfft-pool-destroy".into())
-            .spawn(move || {
-                // Every destroy a miss needs runs here, never on the miss's thread. Ends when
-                // every plan and the pool are gone (all senders dropped).
+        let destroyer = thread::spawn("hipfft-pool-destroy", move || {
+            // Every destroy a miss needs runs here, never on the miss's thread. Ends when
+            // every plan and the pool are gone (all senders dropped).
+            #[cfg(not(loom))]
+            loop {
                 const RETRY: Duration = Duration::from_millis(50);
-                loop {
-                    match destroyer_rx.recv_timeout(RETRY) {
-                        Ok(entry) => {
-                            let core = entry.core.clone();
-                            core.destroy_doomed(entry);
-                        }
-                        Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                            if let Some(core) = weak_core.upgrade() {
-                                core.retry_undestroyed();
-                            }
-                        }
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                match destroyer_rx.recv_timeout(RETRY) {
+                    Ok(entry) => {
+                        let core = entry.core.clone();
+                        core.destroy_doomed(entry);
                     }
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Some(core) = weak_core.upgrade() {
+                            core.retry_undestroyed();
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
                 }
-            })
-            .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
-        let (done_tx, completion_done) = crossbeam_channel::bounded::<()>(0);
-        let completion = std::thread::Builder::new()
-            .name("hipfft-pool-complete".into())
-            .spawn(move || {
-                let _done = done_tx;
-                crate::pool::completion::run(completion_rx);
-            })
-            .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
+            }
+            // Under loom the retry of undestroyed plans (a timed poll) is not modelled.
+            #[cfg(loom)]
+            {
+                drop(weak_core);
+                while let Ok(entry) = destroyer_rx.recv() {
+                    let core = entry.core.clone();
+                    core.destroy_doomed(entry);
+                }
+            }
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
+        let (done_tx, completion_done) = bounded::<()>(0);
+        let completion = thread::spawn("hipfft-pool-complete", move || {
+            let _done: Sender<()> = done_tx;
+            crate::pool::completion::run(completion_rx);
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
         Ok(PlanPool {
             core,
-            map: DashMap::with_hasher(FxBuildHasher),
+            map: new_map(),
             inner: Mutex::new(Inner {
                 lru: LruCache::unbounded_with_hasher(FxBuildHasher),
                 capacity: config.capacity,
@@ -242,14 +264,14 @@ impl PlanPool {
                 thrash: ThrashDetector::new(),
             }),
             retire_rx,
-            flush_hook: parking_lot::RwLock::new(None),
+            flush_hook: parking::RwLock::new(None),
             recency: Recency::default(),
             acquire_timeout: config.acquire_timeout,
             shutdown_timeout: config.shutdown_timeout,
             plan_options: config.plan_options,
             completion_done,
             _threads: vec![destroyer, completion],
-            watchdog: Some((watchdog_thread, watchdog_stop)),
+            watchdog: watchdog_thread,
         })
     }
 
@@ -470,7 +492,11 @@ impl PlanPool {
                     self.core.doom(entry);
                 }
                 Step::Wait => {
-                    if registered.is_none() {
+                    #[cfg(all(test, loom))]
+                    let registered_before_last_look = !crate::pool::tests::regressed(crate::pool::tests::Regression::WaitWithoutRegistering);
+                    #[cfg(not(all(test, loom)))]
+                    let registered_before_last_look = true;
+                    if registered.is_none() && registered_before_last_look {
                         // Register as a waiter, then look once more before sleeping: a plan
                         // that goes idle after a registered look bumps the epoch, but one
                         // that went idle between an unregistered look and the wait would
@@ -592,7 +618,7 @@ impl PlanPool {
             last_used: AtomicU64::new(now),
             listed: AtomicU64::new(now),
             hits: AtomicU64::new(0),
-            exec_lock: parking_lot::Mutex::new(()),
+            exec_lock: parking::Mutex::new(()),
         });
         let mut victims = Vec::new();
         let shut_down = {
@@ -1003,6 +1029,8 @@ impl PlanPool {
             let creating: usize =
                 self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
             let destroying = self.core.destroying.load(Ordering::SeqCst);
+            #[cfg(all(test, loom))]
+            let destroying = if crate::pool::tests::regressed(crate::pool::tests::Regression::ShutdownIgnoresIdleDestroys) { 0 } else { destroying };
             if creating == 0 && destroying == 0 && lock(&self.core.retired).is_empty() {
                 break false;
             }
@@ -1010,11 +1038,11 @@ impl PlanPool {
                 break true;
             }
             // The destroyer thread may be the one destroying them: give it a moment.
-            std::thread::sleep(Duration::from_millis(1));
+            thread::pause(Duration::from_millis(1));
         };
         // The completion thread ends once its queue is empty; then all its events are free.
         // Those still pending (the wait ran out) are destroyed when they complete: after
-        // the shutdown, a recycled event is destroyed, not listed (`completion::recycle`).
+        // the shutdown, a recycled event is destroyed, not listed (`Core::recycle_event`).
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
         let _ = self.completion_done.recv_timeout(left);
         self.destroy_free_events();
