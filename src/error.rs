@@ -76,7 +76,7 @@ pub enum Error {
         waited: Duration,
         /// The live counts when it gave up.
         state: CeilingState,
-        /// The miss waited for another thread's creation of the same plan (which had not
+        /// The miss waited for a creation of this plan (its own, or another thread's) that had not
         /// finished), not for a free handle.
         joined_creation: bool,
     },

@@ -10,6 +10,13 @@
 //! naming the variable and the value. The builder rejects capacity > ceiling; `from_env()`
 //! clamps the capacity to the ceiling with a warning instead, since a drop-in user cannot
 //! handle an error.
+//!
+//! The defaults give no protection on a device that stops at a dozen live plans: the ceiling
+//! is the capacity, 128. Set `HIPFFT_POOL_LIVE_CEILING` to the device's limit, which
+//! `hipfft-pool sweep --runtime hip` reports; a ceiling that low caps the cache at the same
+//! number, since the capacity is clamped to it. A framework that needs more handles than the
+//! ceiling can run under `hipfft-pool run -- CMD` (the interposer in `intercept/`), whose
+//! virtual handles let it hold more.
 
 use std::sync::Arc;
 use std::time::Duration;
