@@ -646,8 +646,10 @@ impl PlanPool {
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
         flight.finish(Ok(entry.clone()));
+        // Over capacity (not at the ceiling): the victims are destroyed here, as before, so
+        // that a cache never holds more than its capacity alive once the miss returned.
         for v in victims {
-            self.core.doom(v);
+            self.core.destroy_doomed(v);
         }
         Ok(Lease { entry })
     }
