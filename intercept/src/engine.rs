@@ -1,0 +1,704 @@
+//! The interposer's state: the pool, the virtual handles, and every call's meaning.
+//!
+//! A framework's handle is *virtual*: a descriptor plus the settings the framework gave it
+//! (stream, work area, auto-allocation). It owns no library plan. Each execution leases the
+//! real plan for its descriptor from the pool (made on a miss, shared by every handle with
+//! that descriptor), runs it with the handle's settings, and hands the lease to the pool's
+//! `release_after(stream)`, so it is released when the GPU has finished. A framework holding
+//! 128 handles thus keeps at most the pool's ceiling alive; a handle whose plan was evicted
+//! gets one back on its next execution.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use hipfft_pool::runtime::with_device;
+use hipfft_pool::serve::MetricsServer;
+use hipfft_pool::sim::SimRuntime;
+use hipfft_pool::{
+    DevicePtr, Direction, Layout, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, ReleaseAfterError, Runtime,
+    RuntimeChoice, TransformType,
+};
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::arena::{Arena, Block};
+use crate::capture::{Capture, CapturePolicy, CapturedUse, NoCapture, release_captured};
+use crate::codes::{Fail, Flavor, code};
+
+/// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
+/// virtual handle that reaches the real library by mistake is refused there, never taken
+/// for one of its plans.
+const CUFFT_HANDLE_BASE: u64 = 0x4000_0000;
+/// First hipFFT handle value (a pointer-looking value that is never dereferenced).
+const HIPFFT_HANDLE_BASE: u64 = 0x4850_0000_0000;
+
+static FLAVOR: OnceLock<Flavor> = OnceLock::new();
+static FAILURES: AtomicU64 = AtomicU64::new(0);
+static CAPTURED_RELEASED: AtomicU64 = AtomicU64::new(0);
+static CAPTURED_RERUNS: AtomicU64 = AtomicU64::new(0);
+
+/// The flavor of the library this process loaded, once any call was made.
+pub fn flavor() -> Option<Flavor> {
+    FLAVOR.get().copied()
+}
+
+/// Whether the interposer runs on the simulated runtime (`HIPFFT_POOL_RUNTIME=sim`).
+pub fn is_sim() -> bool {
+    static SIM: OnceLock<bool> = OnceLock::new();
+    *SIM.get_or_init(|| std::env::var("HIPFFT_POOL_RUNTIME").is_ok_and(|v| v.trim() == "sim"))
+}
+
+pub(crate) fn count_failure() {
+    FAILURES.fetch_add(1, Ordering::Relaxed);
+}
+pub(crate) fn count_captured_release() {
+    CAPTURED_RELEASED.fetch_add(1, Ordering::Relaxed);
+}
+pub(crate) fn count_captured_rerun() {
+    CAPTURED_RERUNS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What a plan call asks for, in the library's terms (`cufftMakePlanMany64`'s arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRequest {
+    pub transform: TransformType,
+    pub n: Vec<i64>,
+    /// `(inembed, istride, idist, onembed, ostride, odist)`: both embeds, or neither. cuFFT
+    /// and hipFFT take the advanced layout only when both are given, and ignore the strides
+    /// and distances otherwise.
+    pub layout: Option<(Vec<i64>, i64, i64, Vec<i64>, i64, i64)>,
+    pub batch: i64,
+}
+
+impl PlanRequest {
+    /// A packed transform (`cufftPlan1d`, `cufftMakePlan2d`, ...). `transform` is the
+    /// library's type value.
+    pub fn basic(transform: i32, n: &[i64], batch: i64) -> Result<PlanRequest, Fail> {
+        Ok(PlanRequest { transform: TransformType::from_raw(transform)?, n: n.to_vec(), batch, layout: None })
+    }
+
+    /// The advanced layout (`cufftPlanMany`, `cufftMakePlanMany64`, ...).
+    ///
+    /// # Safety
+    /// `n` is null or holds `rank` values; each embed is null or holds `rank` values.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn many<T: Copy + Into<i64>>(
+        transform: TransformType,
+        rank: i32,
+        n: *const T,
+        inembed: *const T,
+        istride: i64,
+        idist: i64,
+        onembed: *const T,
+        ostride: i64,
+        odist: i64,
+        batch: i64,
+    ) -> Result<PlanRequest, Fail> {
+        if !(1..=3).contains(&rank) {
+            return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {rank} is outside 1..=3")));
+        }
+        let r = rank as usize;
+        // SAFETY: the caller's contract, for each array.
+        let n = unsafe { crate::read_array(n, r, "n") }?.ok_or_else(|| Fail::invalid("n", "null pointer"))?;
+        // SAFETY: as above.
+        let (ie, oe) = unsafe { (crate::read_array(inembed, r, "inembed")?, crate::read_array(onembed, r, "onembed")?) };
+        let layout = match (ie, oe) {
+            (Some(ie), Some(oe)) => Some((ie, istride, idist, oe, ostride, odist)),
+            _ => None,
+        };
+        Ok(PlanRequest { transform, n, layout, batch })
+    }
+}
+
+/// Which exec entry point was called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecKind {
+    /// `cufftExecC2C` and the others: the plan must be of this type.
+    Typed(TransformType),
+    /// `cufftXtExec`: whatever the plan is.
+    Xt,
+}
+
+/// The settings a framework gave one handle.
+struct Settings {
+    desc: Option<PlanDesc>,
+    work_size: usize,
+    stream: RawStream,
+    stream_registered: bool,
+    work_area: Option<DevicePtr>,
+    auto_allocation: bool,
+    /// A lease taken when the stream or work area was set, outside any capture, for the
+    /// next execution (see `prepare`).
+    prepared: Option<Lease>,
+    /// Leases of captured executions under `HIPFFT_POOL_CAPTURE=pin`.
+    pinned: Vec<Lease>,
+    last_stream: RawStream,
+}
+
+/// One virtual handle.
+pub struct VirtualPlan {
+    settings: Mutex<Settings>,
+}
+
+/// A handle's work area for one execution.
+enum Area {
+    None,
+    User(DevicePtr),
+    Arena(Block),
+}
+
+impl Area {
+    fn ptr(&self) -> Option<DevicePtr> {
+        match self {
+            Area::None => None,
+            Area::User(p) => Some(*p),
+            Area::Arena(b) => Some(b.ptr),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    handles_created: AtomicU64,
+    handles_peak: AtomicUsize,
+    plans: AtomicU64,
+    execs: AtomicU64,
+    captured_execs: AtomicU64,
+    capture_misses: AtomicU64,
+    prepared_taken: AtomicU64,
+}
+
+/// The interposer of one process.
+pub struct Engine {
+    pub flavor: Flavor,
+    pool: Arc<PlanPool>,
+    rt: Arc<dyn Runtime>,
+    capture: Arc<dyn Capture>,
+    sim: Option<Arc<SimRuntime>>,
+    handles: RwLock<FxHashMap<u64, Arc<VirtualPlan>>>,
+    next: AtomicU64,
+    streams: Mutex<FxHashSet<(i32, usize)>>,
+    arena: Arena,
+    policy: CapturePolicy,
+    prepared: AtomicUsize,
+    prepared_limit: usize,
+    counts: Counts,
+    /// Leases pinned by destroyed handles while their stream was capturing: never released.
+    orphans: Mutex<Vec<Lease>>,
+    library: String,
+    _server: Option<MetricsServer>,
+}
+
+/// The process's engine for `flavor`, made on first use.
+pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
+    static ENGINE: OnceLock<Result<Engine, Fail>> = OnceLock::new();
+    let _ = FLAVOR.set(flavor);
+    ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone)
+}
+
+fn warn(line: &str) {
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(target: "hipfft_pool::intercept", "{line}");
+    } else {
+        eprintln!("hipfft-pool interposer: {line}");
+    }
+}
+
+impl Engine {
+    fn new(flavor: Flavor) -> Result<Engine, Fail> {
+        let (config, warnings) = PoolConfig::from_env();
+        // PoolConfig::from_env logged them through tracing already; a C host sees stderr.
+        if !tracing::dispatcher::has_been_set() {
+            for w in &warnings {
+                warn(w);
+            }
+        }
+        let (policy, w) = CapturePolicy::from_env();
+        w.iter().for_each(|w| warn(w));
+        let (budget, w) = Arena::budget_from_env();
+        w.iter().for_each(|w| warn(w));
+        let mut sim = None;
+        let (rt, capture, library): (Arc<dyn Runtime>, Arc<dyn Capture>, String) = match (config.runtime, flavor) {
+            (RuntimeChoice::Sim, _) => {
+                let s = Arc::new(SimRuntime::from_env());
+                sim = Some(s.clone());
+                (s, Arc::new(NoCapture), "simulated".into())
+            }
+            (RuntimeChoice::Auto | RuntimeChoice::Cuda, Flavor::Cufft) => {
+                let b = Arc::new(crate::cuda::CudaBackend::load().map_err(|e| Fail::from_pool(&e))?);
+                let lib = b.cufft_path().to_string();
+                (b.clone(), b, lib)
+            }
+            (RuntimeChoice::Auto | RuntimeChoice::Hip, Flavor::Hipfft) => {
+                let h = hipfft_pool::hip::HipRuntime::load().map_err(|e| Fail::from_pool(&e))?;
+                (Arc::new(h), Arc::new(NoCapture), "hipFFT".into())
+            }
+            (choice, flavor) => {
+                return Err(Fail::new(
+                    code::SETUP_FAILED,
+                    format!(
+                        "HIPFFT_POOL_RUNTIME={} cannot serve the {} interposer (use sim, or the {} runtime)",
+                        choice.name(),
+                        flavor.library(),
+                        if flavor == Flavor::Cufft { "cuda" } else { "hip" }
+                    ),
+                ));
+            }
+        };
+        let ceiling = config.live_ceiling;
+        let pool = Arc::new(PlanPool::new(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?);
+        let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
+            Ok(addr) if !addr.is_empty() => match MetricsServer::start(&addr, &pool) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    warn(&format!("HIPFFT_POOL_METRICS_ADDR={addr}: {e}; not serving metrics"));
+                    None
+                }
+            },
+            _ => None,
+        };
+        register_exit_hook();
+        Ok(Engine {
+            flavor,
+            pool,
+            rt,
+            capture,
+            sim,
+            handles: RwLock::new(FxHashMap::default()),
+            next: AtomicU64::new(0),
+            streams: Mutex::new(FxHashSet::default()),
+            arena: Arena::new(budget),
+            policy,
+            prepared: AtomicUsize::new(0),
+            prepared_limit: (ceiling / 2).max(1),
+            counts: Counts::default(),
+            orphans: Mutex::new(Vec::new()),
+            library,
+            _server: server,
+        })
+    }
+
+    pub fn pool(&self) -> &Arc<PlanPool> {
+        &self.pool
+    }
+
+    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+        &self.rt
+    }
+
+    /// The simulated runtime, when that is what the interposer runs on.
+    pub fn sim(&self) -> Option<&Arc<SimRuntime>> {
+        self.sim.as_ref()
+    }
+
+    fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
+        if let Some(v) = self.handles.read().get(&h) {
+            return Ok(v.clone());
+        }
+        let issued = self.next.load(Ordering::Relaxed);
+        let base = self.base();
+        let step = self.step();
+        let was_ours = h >= base && (h - base) % step == 0 && (h - base) / step < issued;
+        let what = if was_ours { "was destroyed" } else { "is not a handle this interposer made" };
+        Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} {what}")))
+    }
+
+    fn base(&self) -> u64 {
+        match self.flavor {
+            Flavor::Cufft => CUFFT_HANDLE_BASE,
+            Flavor::Hipfft => HIPFFT_HANDLE_BASE,
+        }
+    }
+
+    fn step(&self) -> u64 {
+        match self.flavor {
+            Flavor::Cufft => 1,
+            Flavor::Hipfft => 16,
+        }
+    }
+
+    /// `cufftCreate`: a new virtual handle with the library's defaults (auto-allocation on,
+    /// the null stream, no work area).
+    pub fn create(&self) -> Result<u64, Fail> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        if self.flavor == Flavor::Cufft && CUFFT_HANDLE_BASE + k > i32::MAX as u64 {
+            return Err(Fail::new(code::ALLOC_FAILED, "no cuFFT handle values left (2^30 handles were created)"));
+        }
+        let h = self.base() + k * self.step();
+        let v = Arc::new(VirtualPlan {
+            settings: Mutex::new(Settings {
+                desc: None,
+                work_size: 0,
+                stream: RawStream::NULL,
+                stream_registered: false,
+                work_area: None,
+                auto_allocation: true,
+                prepared: None,
+                pinned: Vec::new(),
+                last_stream: RawStream::NULL,
+            }),
+        });
+        let live = {
+            let mut map = self.handles.write();
+            map.insert(h, v);
+            map.len()
+        };
+        self.counts.handles_created.fetch_add(1, Ordering::Relaxed);
+        self.counts.handles_peak.fetch_max(live, Ordering::Relaxed);
+        Ok(h)
+    }
+
+    /// `cufftDestroy`: the handle goes; its real plan stays in the pool for other handles.
+    pub fn destroy(&self, h: u64, call: &str) -> Result<(), Fail> {
+        let v = self.handles.write().remove(&h);
+        let Some(v) = v else { return Err(self.lookup(h, call).err().unwrap_or_else(|| Fail::new(code::INVALID_PLAN, call))) };
+        let mut s = v.settings.lock();
+        if s.prepared.take().is_some() {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+        }
+        let stream = s.last_stream;
+        let pinned = std::mem::take(&mut s.pinned);
+        drop(s);
+        if !pinned.is_empty() {
+            if self.capture.is_capturing(stream).unwrap_or(true) {
+                self.orphans.lock().extend(pinned);
+            } else {
+                for lease in pinned {
+                    self.release_after(lease, stream);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A checked descriptor for `r` on the calling thread's current device.
+    pub fn desc(&self, r: &PlanRequest) -> Result<PlanDesc, Fail> {
+        if !(1..=3).contains(&r.n.len()) {
+            return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {} is outside 1..=3", r.n.len())));
+        }
+        let device = self.rt.current_device().map_err(|e| Fail::from_pool(&e))?;
+        let mut d = PlanDesc::new(r.transform, &r.n, r.batch).on_device(device);
+        if let Some((ie, is, id, oe, os, od)) = &r.layout {
+            d = d.with_input_layout(Layout::new(ie, *is, *id)).with_output_layout(Layout::new(oe, *os, *od));
+        }
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// The real work size for `desc`: the plan is leased (made if needed) and released.
+    fn work_size_of(&self, desc: &PlanDesc) -> Result<usize, Fail> {
+        let lease = self.pool.acquire(desc).map_err(|e| Fail::from_pool(&e))?;
+        Ok(lease.work_size())
+    }
+
+    /// `cufftMakePlan*`: gives the handle its descriptor; returns the real work size.
+    pub fn make_plan(&self, h: u64, r: &PlanRequest, call: &str) -> Result<usize, Fail> {
+        let v = self.lookup(h, call)?;
+        let desc = self.desc(r)?;
+        let work = self.work_size_of(&desc)?;
+        let mut s = v.settings.lock();
+        if s.prepared.take().is_some() {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+        }
+        s.desc = Some(desc);
+        s.work_size = work;
+        self.counts.plans.fetch_add(1, Ordering::Relaxed);
+        Ok(work)
+    }
+
+    /// `cufftPlan1d` and friends: create and make in one call; no handle on failure.
+    pub fn plan(&self, r: &PlanRequest, call: &str) -> Result<u64, Fail> {
+        let h = self.create()?;
+        match self.make_plan(h, r, call) {
+            Ok(_) => Ok(h),
+            Err(f) => {
+                let _ = self.destroy(h, call);
+                Err(f)
+            }
+        }
+    }
+
+    /// `cufftGetSize1d` and friends: the work size a plan for `r` needs, leaving the handle as it is.
+    pub fn size_for(&self, h: u64, r: &PlanRequest, call: &str) -> Result<usize, Fail> {
+        self.lookup(h, call)?;
+        let desc = self.desc(r)?;
+        self.work_size_of(&desc)
+    }
+
+    /// `cufftGetSize`: the work size of the handle's plan.
+    pub fn work_size(&self, h: u64, call: &str) -> Result<usize, Fail> {
+        let v = self.lookup(h, call)?;
+        let s = v.settings.lock();
+        if s.desc.is_none() {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet")));
+        }
+        Ok(s.work_size)
+    }
+
+    pub fn set_auto_allocation(&self, h: u64, on: bool, call: &str) -> Result<(), Fail> {
+        self.lookup(h, call)?.settings.lock().auto_allocation = on;
+        Ok(())
+    }
+
+    pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        s.work_area = (!area.is_null()).then_some(area);
+        self.prepare(&mut s);
+        Ok(())
+    }
+
+    pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        if s.stream != stream {
+            s.stream = stream;
+            s.stream_registered = false;
+        }
+        self.prepare(&mut s);
+        Ok(())
+    }
+
+    /// Takes the lease for the handle's next execution now, while the stream is not
+    /// capturing, so that an execution inside a capture finds its plan without creating one.
+    /// Frameworks set the stream (and work area) right before each execution; at most half
+    /// the ceiling is held this way at once.
+    fn prepare(&self, s: &mut Settings) {
+        let Some(desc) = s.desc else { return };
+        if s.prepared.is_some() || !matches!(self.capture.is_capturing(s.stream), Ok(false)) {
+            return;
+        }
+        if self.prepared.fetch_add(1, Ordering::Relaxed) >= self.prepared_limit {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        match self.pool.acquire(&desc) {
+            Ok(lease) => s.prepared = Some(lease),
+            // The execution will try again and report.
+            Err(_) => {
+                self.prepared.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn register_stream(&self, device: i32, stream: RawStream) {
+        self.streams.lock().insert((device, stream.0));
+    }
+
+    fn release_after(&self, lease: Lease, stream: RawStream) {
+        if let Err(ReleaseAfterError { lease, .. }) = lease.release_after(stream) {
+            // Nothing will watch the stream for us: wait for it, then release.
+            let device = lease.desc().device;
+            let _ = with_device(&*self.rt, device, || self.rt.stream_synchronize(stream));
+            drop(lease);
+        }
+    }
+
+    /// Every `cufftExec*` and `cufftXtExec`.
+    pub fn exec(
+        &self,
+        h: u64,
+        kind: ExecKind,
+        call: &'static str,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: i32,
+    ) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        let Some(desc) = s.desc else {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
+        };
+        let t = desc.transform;
+        if let ExecKind::Typed(want) = kind {
+            if want != t {
+                return Err(Fail::new(
+                    code::INVALID_VALUE,
+                    format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"),
+                ));
+            }
+        }
+        let direction = if t.is_forward_real() {
+            Direction::Forward
+        } else if t.is_inverse_real() {
+            Direction::Inverse
+        } else {
+            Direction::from_raw(direction)
+                .ok_or_else(|| Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)")))?
+        };
+        if input.is_null() {
+            return Err(Fail::invalid("idata", "null pointer"));
+        }
+        if output.is_null() {
+            return Err(Fail::invalid("odata", "null pointer"));
+        }
+        let stream = s.stream;
+        if !s.stream_registered {
+            self.register_stream(desc.device, stream);
+            s.stream_registered = true;
+        }
+        let capturing = self.capture.is_capturing(stream).map_err(|e| Fail::from_pool(&e))?;
+        let lease = match s.prepared.take() {
+            Some(l) => {
+                self.prepared.fetch_sub(1, Ordering::Relaxed);
+                self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
+                l
+            }
+            None if capturing => {
+                self.counts.capture_misses.fetch_add(1, Ordering::Relaxed);
+                return Err(Fail::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "{call} on handle {h:#x} while stream {:#x} is capturing a graph: no real plan for {desc} was prepared, \
+                         and none may be created inside a capture; set the stream (cufftSetStream) before the capture begins",
+                        stream.0
+                    ),
+                ));
+            }
+            None => self.pool.acquire(&desc).map_err(|e| Fail::from_pool(&e))?,
+        };
+        let area = match s.work_area {
+            Some(p) => Area::User(p),
+            None if lease.work_size() == 0 => Area::None,
+            None if s.auto_allocation && capturing => {
+                return Err(Fail::not_supported(
+                    call,
+                    "an auto-allocated work area inside a graph capture (it would have to outlive every launch); set one with SetWorkArea",
+                ));
+            }
+            None if s.auto_allocation => Area::Arena(self.arena.take(&*self.rt, desc.device, lease.work_size())?),
+            None => {
+                return Err(Fail::new(
+                    code::NO_WORKSPACE,
+                    format!(
+                        "{call} on handle {h:#x}: auto-allocation is off and no work area was set; the plan needs {} bytes",
+                        lease.work_size()
+                    ),
+                ));
+            }
+        };
+        s.last_stream = stream;
+        drop(s);
+        if let Err(e) = lease.exec(stream, input, output, direction, area.ptr()) {
+            if let Area::Arena(b) = area {
+                // Nothing was enqueued on the block.
+                self.arena.give_after(&*self.rt, b, stream);
+            }
+            return Err(Fail::from_pool(&e));
+        }
+        self.counts.execs.fetch_add(1, Ordering::Relaxed);
+        if capturing {
+            self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
+            let lease = match self.policy {
+                CapturePolicy::Pin => Some(lease),
+                CapturePolicy::ReleaseOnRun => {
+                    let data = CapturedUse::leak(lease);
+                    // SAFETY: `data` is never freed (see CapturedUse) and release_captured
+                    // calls no GPU runtime.
+                    match unsafe { self.capture.launch_host_fn(stream, release_captured, data) } {
+                        Ok(()) => None,
+                        // SAFETY: no host node refers to `data`: the launch failed.
+                        Err(_) => unsafe { CapturedUse::reclaim(data) },
+                    }
+                }
+            };
+            if let Some(lease) = lease {
+                v.settings.lock().pinned.push(lease);
+            }
+            return Ok(());
+        }
+        if let Area::Arena(b) = area {
+            self.arena.give_after(&*self.rt, b, stream);
+        }
+        self.release_after(lease, stream);
+        Ok(())
+    }
+
+    /// `hfp_intercept_synchronize`: waits for every stream an execution was enqueued on.
+    pub fn synchronize(&self) -> Result<(), Fail> {
+        let streams: Vec<(i32, usize)> = self.streams.lock().iter().copied().collect();
+        for (device, stream) in streams {
+            with_device(&*self.rt, device, || self.rt.stream_synchronize(RawStream(stream))).map_err(|e| Fail::from_pool(&e))?;
+        }
+        Ok(())
+    }
+
+    /// A stream of the runtime's own (tests use it to spread work over streams).
+    pub fn stream_create(&self) -> Result<RawStream, Fail> {
+        self.rt.stream_create().map_err(|e| Fail::from_pool(&e))
+    }
+
+    pub fn virtual_handles_live(&self) -> usize {
+        self.handles.read().len()
+    }
+
+    /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
+    pub fn metrics_json(&self) -> String {
+        let m = self.pool.metrics();
+        let mut j = serde_json::json!({
+            "api": match self.flavor { Flavor::Cufft => "cufft", Flavor::Hipfft => "hipfft" },
+            "runtime": self.rt.kind().name(),
+            "library": self.library,
+            "capacity": m.capacity,
+            "ceiling": m.ceiling,
+            "peak_live": m.process_peak_live,
+            "live_at_exit": m.process_live,
+            "cached": m.cached,
+            "in_flight": m.in_flight,
+            "creations": m.creations,
+            "destroys": m.destroys,
+            "hits": m.hits,
+            "misses": m.misses,
+            "evictions": m.evictions,
+            "ceiling_waits": m.ceiling_waits,
+            "ceiling_timeouts": m.ceiling_timeouts,
+            "virtual_handles_peak": self.counts.handles_peak.load(Ordering::Relaxed),
+            "virtual_handles_live": self.virtual_handles_live(),
+            "virtual_handles_created": self.counts.handles_created.load(Ordering::Relaxed),
+            "plans_made": self.counts.plans.load(Ordering::Relaxed),
+            "execs": self.counts.execs.load(Ordering::Relaxed),
+            "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
+            "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
+            "captured_released": CAPTURED_RELEASED.load(Ordering::Relaxed),
+            "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),
+            "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
+            "capture_policy": match self.policy { CapturePolicy::Pin => "pin", CapturePolicy::ReleaseOnRun => "release-on-run" },
+            "failures": FAILURES.load(Ordering::Relaxed),
+            "auto_area_bytes": self.arena.bytes(),
+            "auto_area_peak_bytes": self.arena.peak(),
+            "auto_area_budget": self.arena.budget(),
+            "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
+            "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
+        });
+        if let Some(sim) = &self.sim {
+            j["sim_live_handles"] = sim.live_handles().into();
+            j["sim_peak_live_handles"] = sim.peak_live_handles().into();
+            j["sim_created"] = sim.created_total().into();
+            j["sim_violations"] = sim.violations().into();
+        }
+        j.to_string()
+    }
+}
+
+static EXIT_ENGINE: AtomicBool = AtomicBool::new(false);
+
+fn register_exit_hook() {
+    if EXIT_ENGINE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    extern "C" fn at_exit() {
+        let _ = std::panic::catch_unwind(write_metrics_out);
+    }
+    // SAFETY: registers a plain function; it only reads counters and writes a file.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit).
+pub fn write_metrics_out() {
+    let Some(path) = std::env::var_os("HIPFFT_POOL_METRICS_OUT").filter(|p| !p.is_empty()) else { return };
+    let Some(f) = flavor() else { return };
+    let Ok(e) = engine(f) else { return };
+    if let Err(err) = std::fs::write(&path, e.metrics_json() + "\n") {
+        warn(&format!("HIPFFT_POOL_METRICS_OUT={}: {err}", path.to_string_lossy()));
+    }
+}
