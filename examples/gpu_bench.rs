@@ -29,8 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use hipfft_pool::hip::HipRuntime;
-use hipfft_pool::sim::SimRuntime;
+use hipfft_pool::runtime::hip::HipRuntime;
+use hipfft_pool::runtime::sim::SimRuntime;
 use hipfft_pool::{DevicePtr, Direction, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawPlan, RawStream, Result, Runtime};
 use serde_json::{Value, json};
 
@@ -112,7 +112,7 @@ fn direction(desc: &PlanDesc) -> Direction {
 
 impl Bench {
     fn new(name: &'static str, rt: Arc<dyn Runtime>) -> Result<Bench> {
-        let shapes: Vec<(String, PlanDesc, Direction)> = hipfft_pool::probe::embedded_shapes()
+        let shapes: Vec<(String, PlanDesc, Direction)> = hipfft_pool::check::probe::embedded_shapes()
             .iter()
             .map(|s| {
                 let d = s.desc(0).expect("valid probe shape");
@@ -322,7 +322,7 @@ impl Drop for Bench {
 fn open_primary(which: &str) -> std::result::Result<Arc<dyn Runtime>, String> {
     match which {
         "sim" => Ok(Arc::new(SimRuntime::from_env())),
-        "cuda" => hipfft_pool::cuda::CudaRuntime::new().map(|r| Arc::new(r) as Arc<dyn Runtime>).map_err(|e| e.to_string()),
+        "cuda" => hipfft_pool::runtime::cuda::CudaRuntime::new().map(|r| Arc::new(r) as Arc<dyn Runtime>).map_err(|e| e.to_string()),
         other => Err(format!("--runtime {other:?}: expected cuda or sim")),
     }
 }

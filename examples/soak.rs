@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::reference::{self, SplitMix64};
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::check::reference::{self, SplitMix64};
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{Direction, Error, Lease, PlanDesc, PlanPool, PoolConfig, Runtime, TransformType};
 
 #[derive(Parser, Debug)]

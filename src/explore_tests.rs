@@ -16,8 +16,8 @@
 //! functions); the explorer also shows that the orderings the pool had before two fixes
 //! fail (`*_is_caught` tests), so a regression to them is caught too.
 
-use crate::ceiling::LiveCeiling;
-use crate::lease_state::{Evicted, LeaseState, Released};
+use crate::pool::ceiling::LiveCeiling;
+use crate::pool::lease_state::{Evicted, LeaseState, Released};
 
 /// One thread of a scenario.
 trait Agent<W> {

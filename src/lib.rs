@@ -4,51 +4,48 @@
 //! [`LiveCeiling`] counts cached plans, evicted plans still in flight and plans being made;
 //! evicted plans are destroyed explicitly, off the hot path and never under a lock; every
 //! execution holds a [`Lease`] that is counted until the GPU completes it.
+//!
+//! The crate is layered; each folder's `mod.rs` opens with an index of its files, and a
+//! layer calls only the layers below it:
+//!
+//! | layer | what it owns |
+//! |---|---|
+//! | [`ffi`] | the C ABI (`include/hipfft_pool.h`): a panic boundary on every entry point |
+//! | [`pool`] | the cache, leases, the live ceiling, completion, single flight, configuration |
+//! | [`observe`] | counters, histograms, the watchdog, exports, the metrics server |
+//! | [`runtime`] | the `Runtime` trait and its implementations (sim, HIP, CUDA), selection |
+//! | [`desc`], [`error`] | the transform descriptor, the one error type |
+//!
+//! `check` (feature `check`) holds the tools that tests and the command-line tool use: a
+//! reference FFT, correctness cases, device buffers, the probe, an audited runtime.
 
-#[cfg(feature = "cuda")]
-pub mod cuda;
 pub mod desc;
 pub mod error;
-pub mod hip;
-pub mod reference;
+pub mod ffi;
+pub mod observe;
+pub mod pool;
 pub mod runtime;
-pub mod decorator;
-pub mod sim;
+mod sync;
+
+#[cfg(feature = "check")]
+pub mod check;
 
 pub use desc::{DescError, Direction, Extents, Field, Layout, PlanDesc, TransformType};
 pub use error::{Api, CeilingState, Error, Result, RuntimeCode};
-pub use decorator::Decorator;
-pub use runtime::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
-
-pub mod ceiling;
-mod clock;
-mod completion;
-pub mod config;
-mod entry;
-mod flight;
-mod lease;
-mod lease_state;
-pub mod metrics;
-mod pool;
-mod sync;
-mod histogram;
-pub mod watchdog;
-pub use histogram::{BUCKETS_S, HistogramSnapshot};
-pub use watchdog::{CallKind, StalledCall};
-
-pub use ceiling::LiveCeiling;
-pub use config::{CeilingScope, PoolConfig, PoolConfigBuilder, RuntimeChoice};
-pub use lease::{Lease, ReleaseAfterError};
-pub use metrics::MetricsSnapshot;
-pub use pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport};
-pub mod buffer;
-pub mod probe;
-pub mod select;
-pub mod export;
-pub mod ffi;
-pub mod correctness;
-pub mod audit;
-pub mod serve;
+pub use observe::counters::MetricsSnapshot;
+pub use observe::histogram::{BUCKETS_S, HistogramSnapshot};
+pub use observe::serve::MetricsServer;
+pub use observe::watchdog::{CallKind, StalledCall};
+pub use pool::ceiling::LiveCeiling;
+pub use pool::config::{CeilingScope, PoolConfig, PoolConfigBuilder};
+pub use pool::lease::{Lease, ReleaseAfterError};
+pub use pool::plan_pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport};
+pub use runtime::decorator::Decorator;
+pub use runtime::select::RuntimeChoice;
+pub use runtime::sim::{SimConfig, SimRuntime};
+pub use runtime::{
+    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+};
 
 /// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
 #[cfg(all(test, loom))]

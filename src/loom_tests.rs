@@ -21,9 +21,9 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
-use crate::ceiling::LiveCeiling;
-use crate::flight::Flight;
-use crate::lease_state::{Evicted, LeaseState, Released};
+use crate::pool::ceiling::LiveCeiling;
+use crate::pool::flight::Flight;
+use crate::pool::lease_state::{Evicted, LeaseState, Released};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::buffer::Stream;
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::Stream;
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{Decorator, RawEvent, RawStream, Result, Runtime};
 
 /// The sim, with every event query checked against the order of the records on its stream,

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use hipfft_pool::config::parse_whole;
+use hipfft_pool::pool::config::parse_whole;
 use hipfft_pool::desc::{DescError, Field};
 use hipfft_pool::{Error, Layout, PlanDesc, PoolConfig, TransformType};
 

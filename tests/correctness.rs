@@ -6,9 +6,9 @@ mod common;
 use std::sync::Arc;
 
 use hipfft_pool::Runtime;
-use hipfft_pool::correctness::{self, Outcome};
-use hipfft_pool::hip::HipRuntime;
-use hipfft_pool::sim::SimRuntime;
+use hipfft_pool::check::correctness::{self, Outcome};
+use hipfft_pool::runtime::hip::HipRuntime;
+use hipfft_pool::runtime::sim::SimRuntime;
 
 fn check(label: &str, outcomes: &[Outcome]) {
     let failed: Vec<String> = outcomes

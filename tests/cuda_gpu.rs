@@ -15,7 +15,7 @@
 
 use std::f64::consts::PI;
 
-use hipfft_pool::cuda::CudaRuntime;
+use hipfft_pool::runtime::cuda::CudaRuntime;
 use hipfft_pool::{Api, Direction, Error, Layout, PlanDesc, PlanOptions, RawPlan, RawStream, Runtime, TransformType};
 
 const TOL_F32: f64 = 1e-5;

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{CallKind, Error, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, Runtime};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -264,7 +264,7 @@ struct Job {
 fn buffers(rt: &Arc<dyn Runtime>, lease: &Lease, seed: u64) -> Job {
     let desc = *lease.desc();
     let ext = desc.validate().unwrap();
-    let input = hipfft_pool::reference::random_input(&desc, seed);
+    let input = hipfft_pool::check::reference::random_input(&desc, seed);
     let d_in = DeviceBuffer::from_host(rt, &input).unwrap();
     let d_out = DeviceBuffer::new(rt, ext.output_bytes).unwrap();
     let work = (lease.work_size() > 0).then(|| DeviceBuffer::new(rt, lease.work_size()).unwrap());
@@ -279,8 +279,8 @@ impl Job {
     fn error(&self, stream: &Stream) -> f64 {
         stream.synchronize().unwrap();
         let got = self.d_out.to_host().unwrap();
-        let want = hipfft_pool::reference::expected_output(&self.desc, direction_for(&self.desc), &self.input);
-        hipfft_pool::reference::rel_l2_error(&hipfft_pool::reference::gather_output(&self.desc, &got), &want)
+        let want = hipfft_pool::check::reference::expected_output(&self.desc, direction_for(&self.desc), &self.input);
+        hipfft_pool::check::reference::rel_l2_error(&hipfft_pool::check::reference::gather_output(&self.desc, &got), &want)
     }
 }
 

@@ -17,8 +17,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use hipfft_pool::error::hipfft_result;
-use hipfft_pool::hip::result::hip_error_name;
-use hipfft_pool::hip::{CandidateOrigin, HipLibrary, HipRuntime, library_candidates};
+use hipfft_pool::runtime::hip::result::hip_error_name;
+use hipfft_pool::runtime::hip::{CandidateOrigin, HipLibrary, HipRuntime, library_candidates};
 use hipfft_pool::{
     Api, DevicePtr, Direction, Error, Layout, PlanDesc, PlanOptions, RawStream, Runtime, RuntimeKind, TransformType,
 };
@@ -242,7 +242,7 @@ fn env_of<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsStrin
     move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
 }
 
-fn paths(c: &[hipfft_pool::hip::Candidate]) -> Vec<String> {
+fn paths(c: &[hipfft_pool::runtime::hip::Candidate]) -> Vec<String> {
     c.iter().map(|c| c.path.display().to_string()).collect()
 }
 
@@ -506,7 +506,7 @@ fn hip_errors_carry_name_and_number() {
 
 #[test]
 fn shim_checks_pointers_at_the_abi() {
-    use hipfft_pool::hip::sys::hip_error as he;
+    use hipfft_pool::runtime::hip::sys::hip_error as he;
     let fft = rt().hipfft_lib();
     let hip = rt().hip_lib();
     unsafe {

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::sim::SimConfig;
+use hipfft_pool::runtime::sim::SimConfig;
 use hipfft_pool::{CallKind, PlanPool, PoolConfig};
 
 /// A pool with some of everything: hits, misses, evictions, a timeout, two devices.
-fn busy_pool() -> (Arc<hipfft_pool::sim::SimRuntime>, PlanPool, Vec<hipfft_pool::Lease>) {
+fn busy_pool() -> (Arc<hipfft_pool::runtime::sim::SimRuntime>, PlanPool, Vec<hipfft_pool::Lease>) {
     let (sim, rt) = sim(SimConfig { devices: 2, ..SimConfig::default() });
     let pool = pool(&rt, 2, 3, Duration::from_millis(20));
     for n in [8, 16, 8, 32, 64, 8] {
@@ -103,14 +103,14 @@ fn the_loopback_endpoint_serves_the_text() {
     let (_sim, pool, held) = busy_pool();
     drop(held);
     let pool = Arc::new(pool);
-    let server = hipfft_pool::serve::MetricsServer::start("127.0.0.1:0", &pool).unwrap();
+    let server = hipfft_pool::observe::serve::MetricsServer::start("127.0.0.1:0", &pool).unwrap();
     let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
     conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     let mut body = String::new();
     conn.read_to_string(&mut body).unwrap();
     assert!(body.starts_with("HTTP/1.1 200 OK"));
     assert!(body.contains("hipfft_pool_live_handles{device=\"0\"}"));
-    assert!(hipfft_pool::serve::MetricsServer::start("0.0.0.0:0", &pool).unwrap_err().to_string().contains("loopback"));
+    assert!(hipfft_pool::observe::serve::MetricsServer::start("0.0.0.0:0", &pool).unwrap_err().to_string().contains("loopback"));
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn the_watchdog_reports_a_creation_that_does_not_return() {
 
 #[test]
 fn a_thrashing_cache_warns_and_one_that_holds_the_set_does_not() {
-    let shapes = hipfft_pool::probe::embedded_shapes();
+    let shapes = hipfft_pool::check::probe::embedded_shapes();
     for (capacity, thrashes) in [(8, true), (26, false)] {
         let (_sim, rt) = sim(SimConfig::default());
         let pool = pool(&rt, capacity, capacity, Duration::from_secs(5));

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
-use hipfft_pool::buffer::Stream;
-use hipfft_pool::sim::{SimConfig, SimRuntime};
-use hipfft_pool::{PlanPool, PoolConfig, Runtime, probe};
+use hipfft_pool::check::buffer::Stream;
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+use hipfft_pool::{PlanPool, PoolConfig, Runtime, check::probe};
 
 fn probe_on_every_device(devices: i32, pool: Arc<PlanPool>, rt: Arc<dyn Runtime>) {
     let shapes = probe::embedded_shapes();

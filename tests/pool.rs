@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::buffer::Stream;
-use hipfft_pool::sim::SimConfig;
+use hipfft_pool::check::buffer::Stream;
+use hipfft_pool::runtime::sim::SimConfig;
 use hipfft_pool::{Error, LiveCeiling, PlanPool, PoolConfig, RawStream};
 
 #[test]
@@ -271,7 +271,7 @@ fn exec_rejects_bad_arguments_by_name() {
     let pool = pool(&rt, 2, 2, Duration::from_secs(5));
     let lease = pool.acquire(&hipfft_pool::PlanDesc::new(hipfft_pool::TransformType::R2C, &[1024], 2)).unwrap();
     assert!(lease.work_size() > 0);
-    let buf = hipfft_pool::buffer::DeviceBuffer::new(&rt, 1 << 16).unwrap();
+    let buf = hipfft_pool::check::buffer::DeviceBuffer::new(&rt, 1 << 16).unwrap();
     let p = buf.ptr();
     let e = lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Forward, None).unwrap_err();
     assert!(e.to_string().contains("work_area"), "{e}");

@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::hip::HipRuntime;
-use hipfft_pool::sim::SimRuntime;
-use hipfft_pool::{Direction, PlanDesc, Runtime, TransformType, reference};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::runtime::hip::HipRuntime;
+use hipfft_pool::runtime::sim::SimRuntime;
+use hipfft_pool::{Direction, PlanDesc, Runtime, TransformType, check::reference};
 
 fn both_ways(rt: Arc<dyn Runtime>, t: TransformType) {
     let pool = common::pool(&rt, 2, 2, Duration::from_secs(5));

@@ -9,9 +9,9 @@ mod common;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::probe::{self, PlanSource, ProbeLease, ProbeOutcome};
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::check::probe::{self, PlanSource, ProbeLease, ProbeOutcome};
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{CreatedPlan, Direction, PlanDesc, PlanOptions, Runtime, Result};
 use lru::LruCache;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use hipfft_pool::buffer::Stream;
-use hipfft_pool::sim::SimConfig;
+use hipfft_pool::check::buffer::Stream;
+use hipfft_pool::runtime::sim::SimConfig;
 use hipfft_pool::{Error, Lease};
 use proptest::prelude::*;
 

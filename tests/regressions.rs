@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::sim::SimConfig;
+use hipfft_pool::runtime::sim::SimConfig;
 use hipfft_pool::{Lease, PlanPool, PoolConfig};
 use parking_lot::Mutex;
 use tracing::span::{Attributes, Id, Record};
@@ -125,7 +125,7 @@ fn release_after_after_shutdown_leaks_no_event() {
         .build()
         .unwrap();
     let pool = PlanPool::new(cfg, rt.clone()).unwrap();
-    let stream = hipfft_pool::buffer::Stream::new(&rt).unwrap();
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
     let lease = pool.acquire(&c2c(8, 1)).unwrap();
     let report = pool.shutdown();
     assert!(report.timed_out && report.still_leased.len() == 1, "{report:?}");
@@ -154,7 +154,7 @@ fn a_release_after_pending_past_shutdown_leaks_no_event() {
         .build()
         .unwrap();
     let pool = PlanPool::new(cfg, rt.clone()).unwrap();
-    let stream = hipfft_pool::buffer::Stream::new(&rt).unwrap();
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
     let lease = pool.acquire(&c2c(64, 1)).unwrap();
     let job = enqueue(&rt, &lease, &stream, 5);
     lease.release_after(stream.raw()).unwrap();

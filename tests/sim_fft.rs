@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use hipfft_pool::error::hipfft_result as code;
-use hipfft_pool::reference::{Complex64, expected_output, gather_input, gather_output, random_input, rel_l2_error};
-use hipfft_pool::sim::{SimConfig, SimRuntime, hip_error};
+use hipfft_pool::check::reference::{Complex64, expected_output, gather_input, gather_output, random_input, rel_l2_error};
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime, hip_error};
 use hipfft_pool::{Api, DevicePtr, Direction, Error, Layout, PlanDesc, PlanOptions, RawStream, Runtime, TransformType};
 
 use TransformType::*;
@@ -394,10 +394,10 @@ fn destroying_a_stream_finishes_its_work() {
     assert_eq!(rt.pending_execs(s.plan), 0);
     assert!(rt.event_query(ev).unwrap());
     assert_eq!(rt.live_streams(), 0);
-    assert_eq!(hip_code(rt.stream_destroy(stream)), hip_error::INVALID_RESOURCE_HANDLE);
-    assert_eq!(hip_code(rt.stream_synchronize(stream)), hip_error::INVALID_RESOURCE_HANDLE);
+    assert_eq!(hip_code(rt.stream_destroy(stream)), hip_error::hipErrorInvalidResourceHandle);
+    assert_eq!(hip_code(rt.stream_synchronize(stream)), hip_error::hipErrorInvalidResourceHandle);
     rt.event_destroy(ev).unwrap();
-    assert_eq!(hip_code(rt.event_query(ev)), hip_error::INVALID_RESOURCE_HANDLE);
+    assert_eq!(hip_code(rt.event_query(ev)), hip_error::hipErrorInvalidResourceHandle);
     teardown(&rt, s);
     assert_eq!(rt.violations().len(), 3, "{:?}", rt.violations());
 }
@@ -528,9 +528,9 @@ fn bad_exec_arguments_are_refused_with_hipffts_codes() {
         "unknown plan",
     );
     teardown(&rt, s);
-    assert_eq!(hip_code(rt.free(DevicePtr(0x1234))), hip_error::INVALID_VALUE);
-    assert_eq!(hip_code(rt.memcpy_htod(DevicePtr::NULL, &[1])), hip_error::INVALID_VALUE);
-    assert_eq!(hip_code(rt.stream_destroy(RawStream::NULL)), hip_error::INVALID_RESOURCE_HANDLE);
+    assert_eq!(hip_code(rt.free(DevicePtr(0x1234))), hip_error::hipErrorInvalidValue);
+    assert_eq!(hip_code(rt.memcpy_htod(DevicePtr::NULL, &[1])), hip_error::hipErrorInvalidValue);
+    assert_eq!(hip_code(rt.stream_destroy(RawStream::NULL)), hip_error::hipErrorInvalidResourceHandle);
     assert_eq!(rt.violations().len(), misuses + 3);
 }
 
@@ -596,8 +596,8 @@ fn wrong_current_device_is_a_violation() {
     let rt = sim_with(|c| c.devices = 2);
     assert_eq!(rt.device_count().unwrap(), 2);
     assert_eq!(rt.info().devices, vec!["Simulated device 0".to_string(), "Simulated device 1".to_string()]);
-    assert_eq!(hip_code(rt.set_device(2)), hip_error::INVALID_DEVICE);
-    assert_eq!(hip_code(rt.set_device(-1)), hip_error::INVALID_DEVICE);
+    assert_eq!(hip_code(rt.set_device(2)), hip_error::hipErrorInvalidDevice);
+    assert_eq!(hip_code(rt.set_device(-1)), hip_error::hipErrorInvalidDevice);
     let s0 = rt.stream_create().unwrap();
     rt.set_device(1).unwrap();
     assert_eq!(rt.current_device().unwrap(), 1);
@@ -694,12 +694,12 @@ fn every_fault_injection_does_what_it_says() {
     let ev = rt.event_create().unwrap();
     let r: Vec<_> = (0..4).map(|_| rt.event_record(ev, RawStream::NULL)).collect();
     assert!(r[0].is_ok() && r[2].is_ok());
-    assert_eq!(hip_code(r[1].clone()), hip_error::INVALID_VALUE);
+    assert_eq!(hip_code(r[1].clone()), hip_error::hipErrorInvalidValue);
     rt.event_destroy(ev).unwrap();
 
     rt.set_faults(SimConfig { fail_malloc_every: Some(2), ..SimConfig::default() });
     let a = rt.malloc(8).unwrap();
-    assert_eq!(hip_code(rt.malloc(8)), hip_error::OUT_OF_MEMORY);
+    assert_eq!(hip_code(rt.malloc(8)), hip_error::hipErrorOutOfMemory);
     let b = rt.malloc(8).unwrap();
     rt.free(a).unwrap();
     rt.free(b).unwrap();

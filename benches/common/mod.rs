@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use hfp_baseline::Baseline;
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{
     CreatedPlan, DevicePtr, Direction, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawEvent, RawPlan, RawStream,
     Result, Runtime, RuntimeInfo, RuntimeKind, TransformType,
@@ -27,7 +27,7 @@ pub fn criterion() -> Criterion {
 
 /// The 26 probe shapes, in the probe's order.
 pub fn shapes() -> Vec<PlanDesc> {
-    hipfft_pool::probe::embedded_shapes().iter().map(|s| s.desc(0).expect("valid probe shape")).collect()
+    hipfft_pool::check::probe::embedded_shapes().iter().map(|s| s.desc(0).expect("valid probe shape")).collect()
 }
 
 /// A pool over `rt` with a ceiling of its own (`ceiling` handles), never the process-wide one.

@@ -9,7 +9,7 @@
 //! allocation. Every call must return a defined status other than `HFP_INTERNAL_ERROR`
 //! (which is a caught panic: a bug), with a message naming what was wrong; a plan that is
 //! made must execute correctly (small transforms are checked against
-//! `hipfft_pool::reference`; huge ones are only made), and its lease must release cleanly.
+//! `hipfft_pool::check::reference`; huge ones are only made), and its lease must release cleanly.
 //! Runtime names that would load a GPU library ("auto", "hip", "cuda") are replaced by
 //! "sim": the fuzzer exercises the ABI, not the dynamic loader.
 #![no_main]
@@ -20,7 +20,7 @@ use std::ptr;
 
 use arbitrary::Arbitrary;
 use hipfft_pool::ffi::*;
-use hipfft_pool::reference;
+use hipfft_pool::check::reference;
 use hipfft_pool::{DescError, Direction, Layout, PlanDesc, TransformType};
 use libfuzzer_sys::fuzz_target;
 

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::reference;
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::check::reference;
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{Direction, Error, Layout, Lease, PlanDesc, PlanPool, PoolConfig, Runtime, TransformType};
 use libfuzzer_sys::fuzz_target;
 

@@ -1,11 +1,11 @@
 //! hip-shim: one shared library that stands in for both `libhipfft.so` and `libamdhip64.so`.
 //!
-//! It exports, with the AMD ABI, exactly the entry points `hipfft_pool::hip::HipRuntime`
+//! It exports, with the AMD ABI, exactly the entry points `hipfft_pool::runtime::hip::HipRuntime`
 //! binds, and implements them over a `hipfft_pool::Runtime` backend chosen once per process:
 //!
 //! * the simulated runtime (`SimRuntime::from_env()`, so its `HIPFFT_POOL_SIM_*` fault
 //!   injection applies), the default;
-//! * with the cargo feature `cuda`, `hipfft_pool::cuda::CudaRuntime::new()` (the default
+//! * with the cargo feature `cuda`, `hipfft_pool::runtime::cuda::CudaRuntime::new()` (the default
 //!   then), so the hipFFT code path runs on an NVIDIA GPU.
 //!
 //! `HIP_SHIM_BACKEND=sim|cuda` picks at run time. `HIP_SHIM_TRACE=1` prints each call's
@@ -32,14 +32,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hipfft_pool::error::hipfft_result as fft;
-use hipfft_pool::hip::result::hip_error_cname;
-use hipfft_pool::hip::sys::{self, hip_error as he};
+use hipfft_pool::runtime::hip::result::hip_error_cname;
+use hipfft_pool::runtime::hip::sys::{self, hip_error as he};
 use hipfft_pool::{
     Api, DescError, DevicePtr, Direction, Error, Layout, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Runtime,
     TransformType,
 };
 
-use hipfft_pool::sim::SimRuntime;
+use hipfft_pool::runtime::sim::SimRuntime;
 
 // ---------------------------------------------------------------------------------------
 // Backend
@@ -51,7 +51,7 @@ fn make_backend() -> Result<Arc<dyn Runtime>, String> {
     match choice {
         "sim" => Ok(Arc::new(SimRuntime::from_env()) as Arc<dyn Runtime>),
         #[cfg(feature = "cuda")]
-        "cuda" => hipfft_pool::cuda::CudaRuntime::new()
+        "cuda" => hipfft_pool::runtime::cuda::CudaRuntime::new()
             .map(|r| Arc::new(r) as Arc<dyn Runtime>)
             .map_err(|e| format!("CUDA runtime: {e}")),
         #[cfg(not(feature = "cuda"))]

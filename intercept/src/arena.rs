@@ -61,7 +61,7 @@ impl Arena {
     pub fn budget_from_env() -> (usize, Option<String>) {
         match std::env::var("HIPFFT_POOL_AUTO_AREA_BUDGET") {
             Err(_) => (DEFAULT_BUDGET, None),
-            Ok(raw) => match hipfft_pool::config::parse_whole(&raw, isize::MAX as u64) {
+            Ok(raw) => match hipfft_pool::pool::config::parse_whole(&raw, isize::MAX as u64) {
                 Ok(v) => (v as usize, None),
                 Err(why) => (DEFAULT_BUDGET, Some(format!("HIPFFT_POOL_AUTO_AREA_BUDGET={raw:?} ignored ({why}); keeping {DEFAULT_BUDGET}"))),
             },

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use hipfft_pool::runtime::with_device;
-use hipfft_pool::serve::MetricsServer;
-use hipfft_pool::sim::SimRuntime;
+use hipfft_pool::MetricsServer;
+use hipfft_pool::SimRuntime;
 use hipfft_pool::{
     DevicePtr, Direction, Layout, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, ReleaseAfterError, Runtime,
     RuntimeChoice, TransformType,
@@ -230,7 +230,7 @@ impl Engine {
                 (b.clone(), b, lib)
             }
             (RuntimeChoice::Auto | RuntimeChoice::Hip, Flavor::Hipfft) => {
-                let h = hipfft_pool::hip::HipRuntime::load().map_err(|e| Fail::from_pool(&e))?;
+                let h = hipfft_pool::runtime::hip::HipRuntime::load().map_err(|e| Fail::from_pool(&e))?;
                 (Arc::new(h), Arc::new(NoCapture), "hipFFT".into())
             }
             (choice, flavor) => {

@@ -165,7 +165,7 @@ pub fn sim_peak_live_handles() -> c_long {
     sim_count(|s| s.peak_live_handles())
 }
 
-fn sim_count(f: fn(&hipfft_pool::sim::SimRuntime) -> usize) -> c_long {
+fn sim_count(f: fn(&hipfft_pool::SimRuntime) -> usize) -> c_long {
     std::panic::catch_unwind(|| {
         let Some(fl) = engine::flavor() else { return -1 };
         match engine(fl).ok().and_then(|e| e.sim().cloned()) {

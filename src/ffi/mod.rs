@@ -26,11 +26,11 @@ pub use types::{
     HFP_INVERSE, HFP_R2C, HFP_Z2D, HFP_Z2Z, hfp_config, hfp_metrics, hfp_plan_desc,
 };
 
-use crate::config::PoolConfig;
+use crate::pool::config::PoolConfig;
 use crate::desc::Direction;
-use crate::lease::Lease;
-use crate::pool::PlanPool;
-use crate::runtime::{DevicePtr, RawStream};
+use crate::pool::lease::Lease;
+use crate::pool::plan_pool::PlanPool;
+use crate::runtime::boundary::{DevicePtr, RawStream};
 
 /// A plan pool: a bounded cache of hipFFT plans in front of a hard live-handle ceiling.
 /// Made by `hfp_pool_new` or `hfp_pool_from_env` (freed by `hfp_pool_free`), or the
@@ -103,7 +103,7 @@ fn make_pool(config: PoolConfig, warnings: &[String]) -> Result<PlanPool, Failur
     for w in warnings {
         eprintln!("hipfft-pool: warning: {w}");
     }
-    let selected = crate::select::open(config.runtime)?;
+    let selected = crate::runtime::select::open(config.runtime)?;
     Ok(PlanPool::new(config, selected.runtime)?)
 }
 
@@ -576,7 +576,7 @@ pub unsafe extern "C" fn hfp_pool_set_flush_hook(
         let hook = hook.map(|f| {
             let ctx = HookCtx(ctx);
             // SAFETY: the caller promises `f(ctx)` may be called from any acquiring thread.
-            std::sync::Arc::new(move || unsafe { f(ctx.get()) }) as crate::pool::FlushHook
+            std::sync::Arc::new(move || unsafe { f(ctx.get()) }) as crate::pool::plan_pool::FlushHook
         });
         pool.set_flush_hook(hook);
         Ok(())
@@ -607,9 +607,9 @@ pub unsafe extern "C" fn hfp_pool_runtime(pool: *const hfp_pool) -> *const c_cha
     guard_value("hfp_pool_runtime", std::ptr::null(), || {
         // SAFETY: the caller's promise on `pool`.
         let name = match unsafe { pool_ref(pool) }?.runtime().kind() {
-            crate::runtime::RuntimeKind::Sim => c"sim",
-            crate::runtime::RuntimeKind::Hip => c"hip",
-            crate::runtime::RuntimeKind::Cuda => c"cuda",
+            crate::runtime::boundary::RuntimeKind::Sim => c"sim",
+            crate::runtime::boundary::RuntimeKind::Hip => c"hip",
+            crate::runtime::boundary::RuntimeKind::Cuda => c"cuda",
         };
         Ok(name.as_ptr())
     })

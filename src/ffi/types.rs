@@ -5,12 +5,12 @@ use std::mem::{offset_of, size_of};
 use std::time::Duration;
 
 use super::boundary::Failure;
-use crate::config::{
+use crate::pool::config::{
     DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CAPACITY, DEFAULT_SHUTDOWN_TIMEOUT, DEFAULT_WATCHDOG_THRESHOLD, PoolConfig, RuntimeChoice,
 };
-use crate::histogram::HistogramSnapshot;
+use crate::observe::histogram::HistogramSnapshot;
 use crate::desc::{DescError, Layout, PlanDesc, TransformType};
-use crate::metrics::MetricsSnapshot;
+use crate::observe::counters::MetricsSnapshot;
 
 /// Pool settings for `hfp_pool_new`. Fill it with `hfp_config_default`, then change fields.
 ///

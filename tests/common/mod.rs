@@ -7,9 +7,9 @@ pub mod shim;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hipfft_pool::buffer::{DeviceBuffer, Stream};
-use hipfft_pool::reference;
-use hipfft_pool::sim::{SimConfig, SimRuntime};
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::check::reference;
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
 use hipfft_pool::{Direction, Lease, PlanDesc, PlanPool, PoolConfig, Runtime, TransformType};
 
 pub fn sim(config: SimConfig) -> (Arc<SimRuntime>, Arc<dyn Runtime>) {

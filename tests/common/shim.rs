@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use hipfft_pool::hip::HipRuntime;
+use hipfft_pool::runtime::hip::HipRuntime;
 
 // ---------------------------------------------------------------------------------------
 // Locating / building the shim

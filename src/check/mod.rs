@@ -1,0 +1,16 @@
+//! Check tools (feature `check`): what tests, benchmarks and the command-line tool use to
+//! verify the pool against ground truth. Not part of the library a host links.
+//!
+//! - `reference`: a CPU reference FFT (rustfft) and the relative error against it.
+//! - `correctness`: cases that run every transform type through a runtime and compare.
+//! - `buffer`: device buffers and streams that free themselves.
+//! - `probe`: the 26-shape probe that hung hipFFT, run through a pool.
+//! - `audit`: a [`Runtime`](crate::Runtime) wrapper that checks every call the pool makes.
+//!
+//! This layer may call every other layer; nothing in the library calls it.
+
+pub mod audit;
+pub mod buffer;
+pub mod correctness;
+pub mod probe;
+pub mod reference;

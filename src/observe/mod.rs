@@ -1,0 +1,19 @@
+//! Observability: what the pool counts and how a person or a scraper reads it.
+//!
+//! Nothing here knows the pool: the pool feeds counters and the watchdog, and reads a
+//! [`counters::MetricsSnapshot`] back, which the exports format.
+//!
+//! - `counters`: the per-device counters and the snapshot the pool reports.
+//! - `histogram`: a fixed-bucket, lock-free latency histogram.
+//! - `watchdog`: registers every create, exec and destroy; reports one that does not return.
+//! - `export`: Prometheus text exposition, the JSON form and the `metrics` facade.
+//! - `serve`: [`MetricsServer`](serve::MetricsServer), a loopback HTTP endpoint for any
+//!   [`MetricsSource`](serve::MetricsSource).
+//!
+//! This layer calls only [`crate::desc`] and the loom shim.
+
+pub mod counters;
+pub mod export;
+pub mod histogram;
+pub mod serve;
+pub mod watchdog;

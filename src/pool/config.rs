@@ -1,0 +1,256 @@
+//! Pool configuration: a builder for programs, `from_env()` for drop-in use.
+//!
+//! Defaults: capacity 128 plans, live ceiling = capacity, acquire timeout 10 s, no work-area
+//! budget, runtime `auto`. Environment (read by `from_env()`), highest precedence first:
+//! `HIPFFT_POOL_CAPACITY`, then `MLX_ROCM_FFT_CACHE_SIZE` (so MLX's knob keeps working);
+//! `HIPFFT_POOL_LIVE_CEILING` (default: the capacity); `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`;
+//! `HIPFFT_POOL_WORK_AREA_BUDGET` (bytes); `HIPFFT_POOL_WATCHDOG_MS` (default 10000);
+//! `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`).
+//! A value that is not a whole number in range keeps the default, with a one-line warning
+//! naming the variable and the value. The builder rejects capacity > ceiling; `from_env()`
+//! clamps the capacity to the ceiling with a warning instead, since a drop-in user cannot
+//! handle an error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::pool::ceiling::LiveCeiling;
+use crate::error::{Error, Result};
+use crate::runtime::boundary::PlanOptions;
+pub use crate::runtime::select::RuntimeChoice;
+
+pub const DEFAULT_CAPACITY: usize = 128;
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_WATCHDOG_THRESHOLD: Duration = Duration::from_secs(10);
+
+/// Upper bounds for values from the environment (a typo like `1000000000` is caught).
+const MAX_PLANS: u64 = 1 << 20;
+const MAX_TIMEOUT_MS: u64 = 24 * 3600 * 1000;
+
+/// Which ceiling a pool counts against.
+#[derive(Clone, Debug, Default)]
+pub enum CeilingScope {
+    /// The process-wide [`LiveCeiling`] (the default).
+    #[default]
+    ProcessWide,
+    /// An explicit ceiling, shared with whoever else holds it.
+    Shared(Arc<LiveCeiling>),
+    /// A process-wide ceiling per device, each of `live_ceiling` handles.
+    PerDevice,
+}
+
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// Plans the cache holds.
+    pub capacity: usize,
+    /// Live handles allowed at once (cached + evicted-but-in-flight + being created).
+    pub live_ceiling: usize,
+    pub ceiling_scope: CeilingScope,
+    /// How long a miss waits for a live slot (or for another thread's creation) before failing.
+    pub acquire_timeout: Duration,
+    /// Optional bound on the total work-area bytes of cached plans.
+    pub work_area_budget: Option<usize>,
+    pub runtime: RuntimeChoice,
+    pub plan_options: PlanOptions,
+    /// How long shutdown waits for outstanding leases.
+    pub shutdown_timeout: Duration,
+    /// A runtime call running longer than this is reported (`HIPFFT_POOL_WATCHDOG_MS`).
+    pub watchdog_threshold: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            capacity: DEFAULT_CAPACITY,
+            live_ceiling: DEFAULT_CAPACITY,
+            ceiling_scope: CeilingScope::ProcessWide,
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            work_area_budget: None,
+            runtime: RuntimeChoice::Auto,
+            plan_options: PlanOptions::default(),
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            watchdog_threshold: DEFAULT_WATCHDOG_THRESHOLD,
+        }
+    }
+}
+
+/// Builds a checked [`PoolConfig`].
+#[derive(Clone, Debug, Default)]
+pub struct PoolConfigBuilder {
+    capacity: Option<usize>,
+    live_ceiling: Option<usize>,
+    ceiling_scope: CeilingScope,
+    acquire_timeout: Option<Duration>,
+    work_area_budget: Option<usize>,
+    runtime: RuntimeChoice,
+    plan_options: PlanOptions,
+    shutdown_timeout: Option<Duration>,
+    watchdog_threshold: Option<Duration>,
+}
+
+impl PoolConfig {
+    pub fn builder() -> PoolConfigBuilder {
+        PoolConfigBuilder::default()
+    }
+
+    /// The configuration the environment asks for, with a warning for every value ignored.
+    /// Warnings are also logged through `tracing`.
+    pub fn from_env() -> (PoolConfig, Vec<String>) {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// `from_env` over any variable lookup (tests pass a map instead of the process env).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (PoolConfig, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut cfg = PoolConfig::default();
+        let read = |name: &str, max: u64, warnings: &mut Vec<String>| -> Option<u64> {
+            let raw = get(name)?;
+            match parse_whole(&raw, max) {
+                Ok(v) => Some(v),
+                Err(why) => {
+                    warnings.push(format!("{name}={raw:?} ignored ({why}); keeping the default"));
+                    None
+                }
+            }
+        };
+        let capacity = read("HIPFFT_POOL_CAPACITY", MAX_PLANS, &mut warnings)
+            .or_else(|| read("MLX_ROCM_FFT_CACHE_SIZE", MAX_PLANS, &mut warnings));
+        if let Some(c) = capacity {
+            cfg.capacity = c as usize;
+        }
+        cfg.live_ceiling = cfg.capacity;
+        if let Some(c) = read("HIPFFT_POOL_LIVE_CEILING", MAX_PLANS, &mut warnings) {
+            cfg.live_ceiling = c as usize;
+        }
+        if cfg.capacity > cfg.live_ceiling {
+            warnings.push(format!(
+                "capacity {} is above the live ceiling {}; using capacity {}",
+                cfg.capacity, cfg.live_ceiling, cfg.live_ceiling
+            ));
+            cfg.capacity = cfg.live_ceiling;
+        }
+        if let Some(ms) = read("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", MAX_TIMEOUT_MS, &mut warnings) {
+            cfg.acquire_timeout = Duration::from_millis(ms);
+        }
+        if let Some(b) = read("HIPFFT_POOL_WORK_AREA_BUDGET", isize::MAX as u64, &mut warnings) {
+            cfg.work_area_budget = Some(b as usize);
+        }
+        if let Some(ms) = read("HIPFFT_POOL_WATCHDOG_MS", MAX_TIMEOUT_MS, &mut warnings) {
+            cfg.watchdog_threshold = Duration::from_millis(ms);
+        }
+        if let Some(raw) = get("HIPFFT_POOL_RUNTIME") {
+            match RuntimeChoice::parse(&raw) {
+                Some(r) => cfg.runtime = r,
+                None => warnings.push(format!(
+                    "HIPFFT_POOL_RUNTIME={raw:?} ignored (expected auto, sim, hip or cuda); keeping auto"
+                )),
+            }
+        }
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
+        (cfg, warnings)
+    }
+}
+
+/// A whole number in `1..=max`, written plainly: no sign, no spaces, no suffix.
+pub fn parse_whole(raw: &str, max: u64) -> std::result::Result<u64, String> {
+    if raw.is_empty() {
+        return Err("empty".into());
+    }
+    if !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a whole number".into());
+    }
+    let v: u64 = raw.parse().map_err(|_| "too large".to_string())?;
+    if v == 0 {
+        return Err("must be at least 1".into());
+    }
+    if v > max {
+        return Err(format!("above the maximum {max}"));
+    }
+    Ok(v)
+}
+
+impl PoolConfigBuilder {
+    pub fn capacity(mut self, plans: usize) -> Self {
+        self.capacity = Some(plans);
+        self
+    }
+    pub fn live_ceiling(mut self, handles: usize) -> Self {
+        self.live_ceiling = Some(handles);
+        self
+    }
+    /// Count against this ceiling instead of the process-wide one. Its limit is the ceiling.
+    pub fn shared_ceiling(mut self, ceiling: Arc<LiveCeiling>) -> Self {
+        self.live_ceiling = Some(ceiling.limit());
+        self.ceiling_scope = CeilingScope::Shared(ceiling);
+        self
+    }
+    /// A ceiling of its own (not shared with other pools).
+    pub fn private_ceiling(self, handles: usize) -> Self {
+        self.shared_ceiling(LiveCeiling::new(handles))
+    }
+    /// Split the ceiling per device: each device's plans count against a process-wide
+    /// ceiling of `handles` of its own.
+    pub fn per_device_ceiling(mut self, handles: usize) -> Self {
+        self.live_ceiling = Some(handles);
+        self.ceiling_scope = CeilingScope::PerDevice;
+        self
+    }
+
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = Some(timeout);
+        self
+    }
+    pub fn work_area_budget(mut self, bytes: usize) -> Self {
+        self.work_area_budget = Some(bytes);
+        self
+    }
+    pub fn runtime(mut self, runtime: RuntimeChoice) -> Self {
+        self.runtime = runtime;
+        self
+    }
+    pub fn plan_options(mut self, options: PlanOptions) -> Self {
+        self.plan_options = options;
+        self
+    }
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    pub fn watchdog_threshold(mut self, threshold: Duration) -> Self {
+        self.watchdog_threshold = Some(threshold);
+        self
+    }
+
+    pub fn build(self) -> Result<PoolConfig> {
+        let capacity = self.capacity.unwrap_or(DEFAULT_CAPACITY);
+        let live_ceiling = self.live_ceiling.unwrap_or(capacity);
+        if capacity == 0 {
+            return Err(Error::InvalidConfig { field: "capacity", value: "0".into(), reason: "must be at least 1" });
+        }
+        if live_ceiling == 0 {
+            return Err(Error::InvalidConfig { field: "live_ceiling", value: "0".into(), reason: "must be at least 1" });
+        }
+        if capacity > live_ceiling && !matches!(self.ceiling_scope, CeilingScope::PerDevice) {
+            return Err(Error::InvalidConfig {
+                field: "capacity",
+                value: format!("{capacity} (live_ceiling {live_ceiling})"),
+                reason: "must not exceed the live ceiling: every cached plan is a live handle",
+            });
+        }
+        Ok(PoolConfig {
+            capacity,
+            live_ceiling,
+            ceiling_scope: self.ceiling_scope,
+            acquire_timeout: self.acquire_timeout.unwrap_or(DEFAULT_ACQUIRE_TIMEOUT),
+            work_area_budget: self.work_area_budget,
+            runtime: self.runtime,
+            plan_options: self.plan_options,
+            shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+            watchdog_threshold: self.watchdog_threshold.unwrap_or(DEFAULT_WATCHDOG_THRESHOLD),
+        })
+    }
+}

@@ -1,0 +1,741 @@
+//! `PlanPool`: the bounded plan cache in front of the live ceiling.
+//!
+//! The hit path is a sharded map read plus two atomics on the plan itself: no allocation,
+//! no formatting, no lock beyond the map shard's read lock. Everything else (misses,
+//! eviction, waiting at the ceiling) runs on the slow path under one pool mutex that is
+//! never held across a runtime call. Plans are destroyed by whoever evicts them idle, or
+//! by the destroyer thread when the last lease of a retired plan goes; never under a lock
+//! and never inside a release.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use dashmap::DashMap;
+use lru::LruCache;
+use rustc_hash::FxBuildHasher;
+
+use crate::pool::ceiling::{LiveCeiling, Waiting};
+use crate::pool::clock::Recency;
+use crate::pool::config::{CeilingScope, PoolConfig};
+use crate::desc::PlanDesc;
+use crate::pool::entry::{CeilingPlan, Core, Device, PlanEntry};
+use crate::error::{CeilingState, Error, Result};
+use crate::pool::lease::Lease;
+use crate::pool::lease_state::{Evicted, LeaseState};
+use crate::pool::thrash::ThrashDetector;
+use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
+use crate::runtime::boundary::{PlanOptions, Runtime, with_device};
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::observe::watchdog::{CallKind, StalledCall, Watchdog};
+
+/// Called once by a miss that found the ceiling full and nothing idle to evict, before it
+/// waits: a host that batches GPU work (into graphs, say) must submit it now, or the
+/// executions holding the live plans can never complete.
+pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
+
+pub struct PlanPool {
+    core: Arc<Core>,
+    map: DashMap<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    inner: Mutex<Inner>,
+    retire_rx: Receiver<Arc<PlanEntry>>,
+    flush_hook: parking_lot::RwLock<Option<FlushHook>>,
+    recency: Recency,
+    acquire_timeout: Duration,
+    shutdown_timeout: Duration,
+    plan_options: PlanOptions,
+    /// Disconnects when the completion thread has ended.
+    completion_done: Receiver<()>,
+    /// The destroyer and completion threads end on their own once every plan is gone (a
+    /// destroy may block forever, so they are never joined); the watchdog is joined on drop.
+    _threads: Vec<JoinHandle<()>>,
+    watchdog: Option<(JoinHandle<()>, crossbeam_channel::Sender<()>)>,
+}
+
+struct Inner {
+    /// Recency order. Hits do not reorder it (they only stamp the plan); the slow path
+    /// replays the stamps into it before it picks a victim, so eviction is exact LRU.
+    lru: LruCache<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    capacity: usize,
+    work_area_budget: Option<usize>,
+    work_area_bytes: usize,
+    /// Single-flight creations in progress.
+    creating: HashMap<PlanDesc, Arc<Flight>>,
+    shut_down: bool,
+    thrash: ThrashDetector,
+}
+
+/// One creation that concurrent misses on the same key wait for.
+type Flight = crate::pool::flight::Flight<Result<Arc<PlanEntry>>>;
+
+enum Step {
+    Retry,
+    Join(Arc<Flight>),
+    Create(Arc<Flight>),
+    Destroy(Arc<PlanEntry>),
+    DestroyRetired(Arc<PlanEntry>),
+    Wait,
+}
+
+/// What `shutdown` could and could not do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Plans destroyed by the shutdown itself or while it waited.
+    pub destroyed: usize,
+    /// Plans still leased when the wait ended: they are destroyed when released.
+    pub still_leased: Vec<PlanDesc>,
+    /// Whether the wait for outstanding leases ran out.
+    pub timed_out: bool,
+}
+
+/// One cached plan, for summaries.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CachedPlan {
+    pub desc: String,
+    pub work_size: usize,
+    pub hits: u64,
+    pub leases: usize,
+}
+
+impl PlanPool {
+    /// A pool over `runtime`.
+    pub fn new(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<PlanPool> {
+        let ceilings = match &config.ceiling_scope {
+            CeilingScope::Shared(c) => CeilingPlan::Shared(c.clone()),
+            CeilingScope::PerDevice => CeilingPlan::PerDevice(config.live_ceiling),
+            CeilingScope::ProcessWide => {
+                let c = LiveCeiling::process_wide(config.live_ceiling);
+                if c.limit() != config.live_ceiling {
+                    tracing::warn!(
+                        asked = config.live_ceiling,
+                        effective = c.limit(),
+                        "the process-wide live ceiling was already set; sharing it"
+                    );
+                }
+                CeilingPlan::Shared(c)
+            }
+        };
+        // With one ceiling every cached plan counts against it, so the capacity must fit;
+        // split per device, misses evict idle plans of their own device instead.
+        let limit = match &ceilings {
+            CeilingPlan::Shared(c) => c.limit(),
+            CeilingPlan::PerDevice(_) => usize::MAX,
+        };
+        if config.capacity == 0 || config.capacity > limit {
+            return Err(Error::InvalidConfig {
+                field: "capacity",
+                value: format!("{} (live ceiling {})", config.capacity, limit),
+                reason: "must be between 1 and the live ceiling",
+            });
+        }
+        let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
+        let (completion_tx, completion_rx) = unbounded();
+        let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
+        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
+            .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?;
+        let core = Arc::new(Core {
+            runtime,
+            ceilings,
+            devices: Default::default(),
+            watchdog,
+            live: Default::default(),
+            peak_live: Default::default(),
+            retire_tx,
+            retired: Mutex::new(HashMap::new()),
+            completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
+            free_events: Mutex::new(HashMap::new()),
+            destroying: Default::default(),
+        });
+        let destroyer_rx = retire_rx.clone();
+        let destroyer = std::thread::Builder::new()
+            .name("hipfft-pool-destroy".into())
+            .spawn(move || {
+                // Ends when every plan and the pool are gone (all senders dropped).
+                while let Ok(entry) = destroyer_rx.recv() {
+                    let core = entry.core.clone();
+                    core.destroy_retired(entry);
+                }
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
+        let (done_tx, completion_done) = crossbeam_channel::bounded::<()>(0);
+        let completion = std::thread::Builder::new()
+            .name("hipfft-pool-complete".into())
+            .spawn(move || {
+                let _done = done_tx;
+                crate::pool::completion::run(completion_rx);
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
+        Ok(PlanPool {
+            core,
+            map: DashMap::with_hasher(FxBuildHasher),
+            inner: Mutex::new(Inner {
+                lru: LruCache::unbounded_with_hasher(FxBuildHasher),
+                capacity: config.capacity,
+                work_area_budget: config.work_area_budget,
+                work_area_bytes: 0,
+                creating: HashMap::new(),
+                shut_down: false,
+                thrash: ThrashDetector::new(),
+            }),
+            retire_rx,
+            flush_hook: parking_lot::RwLock::new(None),
+            recency: Recency::default(),
+            acquire_timeout: config.acquire_timeout,
+            shutdown_timeout: config.shutdown_timeout,
+            plan_options: config.plan_options,
+            completion_done,
+            _threads: vec![destroyer, completion],
+            watchdog: Some((watchdog_thread, watchdog_stop)),
+        })
+    }
+
+    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+        &self.core.runtime
+    }
+
+    /// The ceiling device 0's plans count against (the only one unless split per device).
+    pub fn ceiling(&self) -> Arc<LiveCeiling> {
+        self.ceiling_for(0)
+    }
+
+    /// The ceiling a device's plans count against.
+    pub fn ceiling_for(&self, device: i32) -> Arc<LiveCeiling> {
+        self.core.device(device).ceiling.clone()
+    }
+
+    pub fn capacity(&self) -> usize {
+        lock(&self.inner).capacity
+    }
+
+    pub fn acquire_timeout(&self) -> Duration {
+        self.acquire_timeout
+    }
+
+    /// A lease on the plan for `desc`, made if needed. On a miss at the ceiling it destroys
+    /// retired plans whose executions finished, evicts idle plans, calls the flush hook once,
+    /// then waits up to the acquire timeout; it never waits unbounded.
+    #[inline]
+    pub fn acquire(&self, desc: &PlanDesc) -> Result<Lease> {
+        match self.try_hit(desc) {
+            Some(lease) => Ok(lease),
+            None => self.acquire_slow(desc),
+        }
+    }
+
+    #[inline]
+    fn try_hit(&self, desc: &PlanDesc) -> Option<Lease> {
+        let guard = self.map.get(desc)?;
+        let e = guard.value();
+        if !e.state.try_lease() {
+            return None;
+        }
+        e.last_used.store(self.recency.now(), Ordering::Relaxed);
+        e.hits.fetch_add(1, Ordering::Relaxed);
+        Some(Lease { entry: e.clone() })
+    }
+
+    #[cold]
+    fn acquire_slow(&self, desc: &PlanDesc) -> Result<Lease> {
+        desc.validate()?;
+        let dev = self.core.device(desc.device);
+        let c = &dev.counters;
+        let started = Instant::now();
+        let deadline = started + self.acquire_timeout;
+        let mut flushed = false;
+        let mut waited = false;
+        // Held from the first time there was nothing to do (see `Step::Wait`).
+        let mut registered: Option<Waiting<'_>> = None;
+        let mut missed = false;
+        let mut miss_once = |c: &Counters| {
+            if !std::mem::replace(&mut missed, true) {
+                Counters::bump(&c.misses);
+            }
+        };
+        loop {
+            if let Some(lease) = self.try_hit(desc) {
+                return Ok(lease);
+            }
+            let epoch = dev.ceiling.epoch();
+            // A new recency period: hits from here on rank above everything stamped before.
+            self.recency.advance();
+            let step = {
+                let mut inner = lock(&self.inner);
+                if inner.shut_down {
+                    return Err(Error::ShutDown);
+                }
+                if let Some(f) = inner.creating.get(desc) {
+                    Step::Join(f.clone())
+                } else if self.map.contains_key(desc) {
+                    Step::Retry
+                } else if dev.ceiling.try_acquire() {
+                    self.core.live_up(&dev);
+                    c.creating.fetch_add(1, Ordering::SeqCst);
+                    let f = Arc::new(Flight::new());
+                    inner.creating.insert(*desc, f.clone());
+                    let (cap, lim) = (inner.capacity, dev.ceiling.limit());
+                    if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
+                        tracing::warn!("{w}");
+                    }
+                    Step::Create(f)
+                } else if let Ok(e) = self.retire_rx.try_recv() {
+                    // A retired plan whose last lease went: destroy it here, not later.
+                    Step::DestroyRetired(e)
+                } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
+                    Step::Destroy(e)
+                } else {
+                    Step::Wait
+                }
+            };
+            match step {
+                Step::Retry => continue,
+                Step::Create(flight) => {
+                    miss_once(c);
+                    drop(registered.take());
+                    return self.create(desc, flight, &dev);
+                }
+                Step::Join(flight) => {
+                    miss_once(c);
+                    drop(registered.take());
+                    match flight.wait(deadline) {
+                        Some(Ok(entry)) => {
+                            if entry.state.try_lease() {
+                                entry.last_used.store(self.recency.now(), Ordering::Relaxed);
+                                return Ok(Lease { entry });
+                            }
+                            // Evicted before we got to it: go round again.
+                        }
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(self.timeout_error(desc, started, true)),
+                    }
+                }
+                Step::Destroy(entry) => self.core.destroy(&entry),
+                Step::DestroyRetired(entry) => self.core.destroy_retired(entry),
+                Step::Wait => {
+                    if registered.is_none() {
+                        // Register as a waiter, then look once more before sleeping: a plan
+                        // that goes idle after a registered look bumps the epoch, but one
+                        // that went idle between an unregistered look and the wait would
+                        // signal nobody, and the miss would sleep out its whole timeout.
+                        registered = Some(dev.ceiling.register());
+                        continue;
+                    }
+                    if !flushed {
+                        flushed = true;
+                        let hook = self.flush_hook.read().clone();
+                        if let Some(hook) = hook {
+                            Counters::bump(&c.flush_hook_calls);
+                            let _span = tracing::debug_span!("flush_hook", desc = %desc).entered();
+                            hook();
+                            continue;
+                        }
+                    }
+                    if !std::mem::replace(&mut waited, true) {
+                        Counters::bump(&c.ceiling_waits);
+                    }
+                    let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
+                    let wait_started = Instant::now();
+                    let changed = dev.ceiling.wait_for_change(epoch, deadline);
+                    c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
+                    if !changed {
+                        Counters::bump(&c.ceiling_timeouts);
+                        return Err(self.timeout_error(desc, started, false));
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout_error(&self, desc: &PlanDesc, started: Instant, joined_creation: bool) -> Error {
+        let m = self.metrics_for(desc.device);
+        Error::CeilingTimeout {
+            device: desc.device,
+            waited: started.elapsed(),
+            state: CeilingState {
+                live: m.process_live,
+                cached: m.cached,
+                in_flight: m.in_flight,
+                retired: m.retired_pending,
+                ceiling: m.ceiling,
+            },
+            joined_creation,
+        }
+    }
+
+    fn create(&self, desc: &PlanDesc, flight: Arc<Flight>, dev: &Arc<Device>) -> Result<Lease> {
+        let c = &dev.counters;
+        let rt = &*self.core.runtime;
+        let options = self.plan_options;
+        let started = Instant::now();
+        let made = {
+            let _span = tracing::debug_span!("create", desc = %desc).entered();
+            let _call = self.core.watchdog.enter(CallKind::Create, desc, &dev.ceiling);
+            with_device(rt, desc.device, || rt.plan_create(desc, options))
+        };
+        c.record_latency(Latency::Create, desc.device, started.elapsed());
+        let created = match made {
+            Ok(c) => c,
+            Err(e) => {
+                c.creating.fetch_sub(1, Ordering::SeqCst);
+                Counters::bump(&c.create_failures);
+                self.core.live_down(dev);
+                dev.ceiling.release();
+                lock(&self.inner).creating.remove(desc);
+                flight.finish(Err(e.clone()));
+                return Err(e);
+            }
+        };
+        Counters::bump(&c.creations);
+        let now = self.recency.now();
+        let entry = Arc::new(PlanEntry {
+            core: self.core.clone(),
+            dev: dev.clone(),
+            desc: *desc,
+            plan: created.plan,
+            work_size: created.work_size,
+            input_bytes: desc.extents().map_or(0, |e| e.input_bytes),
+            auto_allocation: options.auto_allocation,
+            state: LeaseState::new_leased(),
+            last_used: AtomicU64::new(now),
+            listed: AtomicU64::new(now),
+            hits: AtomicU64::new(0),
+            exec_lock: parking_lot::Mutex::new(()),
+        });
+        let mut victims = Vec::new();
+        let shut_down = {
+            let mut inner = lock(&self.inner);
+            inner.creating.remove(desc);
+            if !inner.shut_down {
+                // Replay earlier hits first, so the new plan lands above them.
+                Self::sync_recency(&mut inner);
+                inner.lru.put(*desc, entry.clone());
+                self.map.insert(*desc, entry.clone());
+                inner.work_area_bytes += entry.work_size;
+                self.enforce_bounds(&mut inner, &mut victims);
+            }
+            inner.shut_down
+        };
+        if shut_down {
+            // Retired before it stops counting as `creating`, so that `shutdown` (which
+            // reads `creating` first, then the retired set) always sees it in one of them.
+            // Never cached: our own release below hands it to the destroyer.
+            self.retire(&entry);
+            c.creating.fetch_sub(1, Ordering::SeqCst);
+            flight.finish(Err(Error::ShutDown));
+            drop(Lease { entry });
+            return Err(Error::ShutDown);
+        }
+        c.creating.fetch_sub(1, Ordering::SeqCst);
+        flight.finish(Ok(entry.clone()));
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        Ok(Lease { entry })
+    }
+
+    /// Marks an entry evicted. It joins the retired set first, so that a last release
+    /// racing this eviction always finds it there. Returns it when it was idle (the caller
+    /// destroys it outside the lock).
+    fn retire(&self, e: &Arc<PlanEntry>) -> Option<Arc<PlanEntry>> {
+        let mut retired = lock(&self.core.retired);
+        retired.insert(e.plan, e.clone());
+        match e.state.evict() {
+            Evicted::Idle => {
+                retired.remove(&e.plan);
+                // The caller destroys it (`Core::destroy`, which counts it back out).
+                self.core.destroying.fetch_add(1, Ordering::SeqCst);
+                Some(e.clone())
+            }
+            Evicted::Leased => None,
+        }
+    }
+
+    /// Removes `key` from the cache and evicts it.
+    fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
+        let e = inner.lru.pop(key)?;
+        self.map.remove(key);
+        inner.work_area_bytes -= e.work_size;
+        let cap = inner.capacity;
+        inner.thrash.evicted(*key, cap);
+        Counters::bump(&e.dev.counters.evictions);
+        self.retire(&e)
+    }
+
+    /// Replays hit stamps into the LRU list, oldest first, so its order is exact.
+    fn sync_recency(inner: &mut Inner) {
+        let mut touched: Vec<(u64, PlanDesc)> = inner
+            .lru
+            .iter()
+            .filter_map(|(k, e)| {
+                let s = e.last_used.load(Ordering::Relaxed);
+                (s != e.listed.load(Ordering::Relaxed)).then_some((s, *k))
+            })
+            .collect();
+        touched.sort_unstable_by_key(|t| t.0);
+        for (s, k) in touched {
+            inner.lru.promote(&k);
+            if let Some(e) = inner.lru.peek(&k) {
+                e.listed.store(s, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Evicts the least recently used idle plan counting against `ceiling`, if any, for a
+    /// miss at that ceiling.
+    fn evict_one_idle(&self, inner: &mut Inner, ceiling: &Arc<LiveCeiling>) -> Option<Arc<PlanEntry>> {
+        Self::sync_recency(inner);
+        let key = inner
+            .lru
+            .iter()
+            .rev()
+            .find(|(_, e)| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))
+            .map(|(k, _)| *k)?;
+        // A hit may lease it between the check and the eviction; it is then retired and
+        // the caller looks again.
+        self.evict_key(inner, &key)
+    }
+
+    /// Evicts least recently used plans until the cache fits its capacity and work-area
+    /// budget. Idle victims are returned for destruction; leased ones are retired.
+    fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>) {
+        Self::sync_recency(inner);
+        loop {
+            let over_capacity = inner.lru.len() > inner.capacity;
+            let over_budget = inner.work_area_budget.is_some_and(|b| inner.work_area_bytes > b) && inner.lru.len() > 1;
+            if !(over_capacity || over_budget) {
+                break;
+            }
+            let Some(key) = inner.lru.peek_lru().map(|(k, _)| *k) else { break };
+            victims.extend(self.evict_key(inner, &key));
+        }
+    }
+
+    /// Changes the capacity at run time (1 to the live ceiling), evicting as needed.
+    pub fn set_capacity(&self, capacity: usize) -> Result<()> {
+        let limit = match &self.core.ceilings {
+            CeilingPlan::Shared(c) => c.limit(),
+            CeilingPlan::PerDevice(_) => usize::MAX,
+        };
+        if capacity == 0 || capacity > limit {
+            return Err(Error::InvalidConfig {
+                field: "capacity",
+                value: capacity.to_string(),
+                reason: "must be between 1 and the live ceiling",
+            });
+        }
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            inner.capacity = capacity;
+            self.enforce_bounds(&mut inner, &mut victims);
+        }
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        self.notify_all();
+        Ok(())
+    }
+
+    /// Destroys every idle cached plan. Returns how many were destroyed.
+    pub fn trim(&self) -> usize {
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            let idle: Vec<PlanDesc> =
+                inner.lru.iter().filter(|(_, e)| e.state.leases() == 0).map(|(k, _)| *k).collect();
+            for k in idle {
+                victims.extend(self.evict_key(&mut inner, &k));
+            }
+        }
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        victims.len()
+    }
+
+    pub fn set_flush_hook(&self, hook: Option<FlushHook>) {
+        *self.flush_hook.write() = hook;
+    }
+
+    /// Every count of the whole pool, at one moment (see [`MetricsSnapshot`]).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.snapshot(None)
+    }
+
+    /// Every count of one device's plans.
+    pub fn metrics_for(&self, device: i32) -> MetricsSnapshot {
+        self.snapshot(Some(device))
+    }
+
+    /// One snapshot per device the pool has used (device 0 if none yet).
+    pub fn metrics_by_device(&self) -> Vec<(i32, MetricsSnapshot)> {
+        let mut ids: Vec<i32> = self.core.devices.read().keys().copied().collect();
+        if ids.is_empty() {
+            ids.push(0);
+        }
+        ids.into_iter().map(|d| (d, self.snapshot(Some(d)))).collect()
+    }
+
+    fn snapshot(&self, only: Option<i32>) -> MetricsSnapshot {
+        let want = |d: i32| only.is_none_or(|o| o == d);
+        let mut m = MetricsSnapshot::default();
+        {
+            let inner = lock(&self.inner);
+            m.capacity = inner.capacity;
+            for (_, e) in inner.lru.iter().filter(|(_, e)| want(e.desc.device)) {
+                m.cached += 1;
+                m.work_area_bytes += e.work_size;
+                m.hits += e.hits.load(Ordering::Relaxed);
+                m.in_flight += e.state.leases();
+            }
+        }
+        for e in lock(&self.core.retired).values().filter(|e| want(e.desc.device)) {
+            m.retired_pending += 1;
+            m.hits += e.hits.load(Ordering::Relaxed);
+            m.in_flight += e.state.leases();
+        }
+        let devices: Vec<Arc<Device>> = match only {
+            Some(d) => vec![self.core.device(d)],
+            None => self.core.devices.read().values().cloned().collect(),
+        };
+        let mut ceilings: Vec<Arc<LiveCeiling>> = Vec::new();
+        for d in &devices {
+            d.counters.add_to(&mut m);
+            if !ceilings.iter().any(|c| Arc::ptr_eq(c, &d.ceiling)) {
+                ceilings.push(d.ceiling.clone());
+            }
+        }
+        if ceilings.is_empty() {
+            ceilings.push(self.core.device(0).ceiling.clone());
+        }
+        for c in &ceilings {
+            m.process_live += c.live();
+            m.process_peak_live += c.peak();
+            m.ceiling += c.limit();
+        }
+        if only.is_none() {
+            // Exact pool-wide figures, not sums of per-device peaks.
+            m.live = self.core.live.load(Ordering::SeqCst);
+            m.peak_live = self.core.peak_live.load(Ordering::Relaxed);
+        }
+        m.stalled = self.core.watchdog.scan_device(only);
+        m
+    }
+
+    /// Runtime calls running past the watchdog threshold right now.
+    pub fn stalled_calls(&self) -> Vec<StalledCall> {
+        self.core.watchdog.stalled()
+    }
+
+    /// The cached plans, most recently used first.
+    pub fn cached_plans(&self) -> Vec<CachedPlan> {
+        let mut inner = lock(&self.inner);
+        Self::sync_recency(&mut inner);
+        inner
+            .lru
+            .iter()
+            .map(|(_, e)| CachedPlan {
+                desc: e.desc.to_string(),
+                work_size: e.work_size,
+                hits: e.hits.load(Ordering::Relaxed),
+                leases: e.state.leases(),
+            })
+            .collect()
+    }
+
+    /// Stops serving, destroys idle plans, and waits up to the shutdown timeout for leased
+    /// ones. Plans still leased afterwards are destroyed when their last lease goes.
+    /// Calling it again returns at once.
+    pub fn shutdown(&self) -> ShutdownReport {
+        let mut victims = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            if inner.shut_down {
+                return ShutdownReport::default();
+            }
+            inner.shut_down = true;
+            let keys: Vec<PlanDesc> = inner.lru.iter().map(|(k, _)| *k).collect();
+            for k in keys {
+                victims.extend(self.evict_key(&mut inner, &k));
+            }
+        }
+        let mut destroyed = victims.len();
+        for v in &victims {
+            self.core.destroy(v);
+        }
+        // Wake waiters so they see the shutdown; stop taking new release_after work.
+        *self.core.completion_tx.lock() = None;
+        self.notify_all();
+        let deadline = Instant::now() + self.shutdown_timeout;
+        let timed_out = loop {
+            while let Ok(e) = self.retire_rx.try_recv() {
+                self.core.destroy_retired(e);
+                destroyed += 1;
+            }
+            // Creations first, then idle destroys, then the retired set: a plan leaves each
+            // for the next only after it entered the next.
+            let creating: usize =
+                self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
+            let destroying = self.core.destroying.load(Ordering::SeqCst);
+            if creating == 0 && destroying == 0 && lock(&self.core.retired).is_empty() {
+                break false;
+            }
+            if Instant::now() >= deadline {
+                break true;
+            }
+            // The destroyer thread may be the one destroying them: give it a moment.
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        // The completion thread ends once its queue is empty; then all its events are free.
+        // Those still pending (the wait ran out) are destroyed when they complete: after
+        // the shutdown, a recycled event is destroyed, not listed (`completion::recycle`).
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
+        let _ = self.completion_done.recv_timeout(left);
+        self.destroy_free_events();
+        let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
+        if !still_leased.is_empty() {
+            tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");
+        }
+        ShutdownReport { destroyed, still_leased, timed_out }
+    }
+
+    /// Wakes every waiter of every ceiling this pool uses.
+    fn notify_all(&self) {
+        for d in self.core.devices.read().values() {
+            d.ceiling.notify();
+        }
+    }
+
+    fn destroy_free_events(&self) {
+        let rt = &*self.core.runtime;
+        let events = std::mem::take(&mut *lock(&self.core.free_events));
+        for (device, list) in events {
+            let _ = with_device(rt, device, || {
+                for ev in list {
+                    if let Err(e) = rt.event_destroy(ev) {
+                        tracing::warn!(error = %e, "event destroy failed");
+                    }
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+impl Drop for PlanPool {
+    fn drop(&mut self) {
+        self.shutdown();
+        if let Some((thread, stop)) = self.watchdog.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+    }
+}
+
+impl fmt::Debug for PlanPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlanPool").field("metrics", &self.metrics()).finish()
+    }
+}

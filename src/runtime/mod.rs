@@ -1,0 +1,31 @@
+//! The runtime layer: the one boundary between the pool and an FFT library.
+//!
+//! Every runtime speaks the [`Runtime`] trait. Plans, streams, events and device pointers
+//! cross it as opaque raw values: a `hipfftHandle` is a pointer on AMD and an `int` on
+//! NVIDIA, and the pool must not care.
+//!
+//! - `boundary`: the [`Runtime`] trait, the raw handle types, `with_device`.
+//! - `codes`: the one table of hipFFT/cuFFT and HIP result codes and their names, used by
+//!   every runtime and by the error type.
+//! - `decorator`: [`Decorator`](decorator::Decorator), wrappers that override only the
+//!   calls they watch and forward the rest.
+//! - `select`: which runtime `auto`, `sim`, `hip` or `cuda` opens.
+//! - `sim`: [`SimRuntime`](sim::SimRuntime), a CPU stand-in that counts every handle and
+//!   records every misuse: the ground truth of the tests.
+//! - `hip`: hipFFT and HIP, loaded at run time through hand-written bindings.
+//! - `cuda` (feature `cuda`): cuFFT and the CUDA runtime through cudarc.
+//!
+//! This layer calls only [`crate::desc`] and [`crate::error`].
+
+pub mod boundary;
+pub mod codes;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod decorator;
+pub mod hip;
+pub mod select;
+pub mod sim;
+
+pub use boundary::{
+    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind, with_device,
+};

@@ -1,0 +1,169 @@
+//! `plan_exec`: every check hipFFT makes (and the misuses the pool must never commit), then
+//! the transform is enqueued on the stream's worker, so it is still in flight on return.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::SimRuntime;
+use super::codes::fft_err;
+use super::fft::{self, Buffers};
+use super::plan::{Lookup, PlanRecord};
+use crate::desc::{Direction, TransformType};
+use crate::error::{Error, Result, hipfft_result as code};
+use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream};
+
+/// The `hipfftExec*` entry point for `t`.
+pub(crate) fn exec_call(t: TransformType) -> &'static str {
+    match t {
+        TransformType::R2C => "hipfftExecR2C",
+        TransformType::C2R => "hipfftExecC2R",
+        TransformType::C2C => "hipfftExecC2C",
+        TransformType::D2Z => "hipfftExecD2Z",
+        TransformType::Z2D => "hipfftExecZ2D",
+        TransformType::Z2Z => "hipfftExecZ2Z",
+    }
+}
+
+/// Marks a thread inside `plan_exec` for one plan.
+struct Inside<'a>(&'a PlanRecord);
+
+impl Drop for Inside<'_> {
+    fn drop(&mut self) {
+        self.0.inside.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Ends one pending execution when dropped: after the transform, or if the job never runs.
+struct Finish(Arc<PlanRecord>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.pending.finish();
+    }
+}
+
+/// The arguments of one `plan_exec` call.
+pub(crate) struct ExecArgs {
+    pub plan: RawPlan,
+    pub transform: TransformType,
+    pub stream: RawStream,
+    pub work_area: Option<DevicePtr>,
+    pub input: DevicePtr,
+    pub output: DevicePtr,
+    pub direction: Direction,
+}
+
+impl SimRuntime {
+    /// Records `sentence` and returns hipFFT's `value` for `call`.
+    fn misuse(&self, call: &'static str, value: i32, sentence: String) -> Error {
+        self.log.record(sentence);
+        fft_err(call, value)
+    }
+
+    pub(super) fn exec_plan(&self, a: ExecArgs) -> Result<()> {
+        let plan = match self.plans.lookup(a.plan) {
+            Lookup::Live(p) => p,
+            Lookup::Destroyed => {
+                return Err(self.misuse(
+                    "hipfftSetStream",
+                    code::INVALID_PLAN,
+                    format!("exec on a destroyed plan {:#x}", a.plan.0),
+                ));
+            }
+            Lookup::Unknown => {
+                return Err(self.misuse(
+                    "hipfftSetStream",
+                    code::INVALID_PLAN,
+                    format!("exec on an unknown plan {:#x}", a.plan.0),
+                ));
+            }
+        };
+        if plan.inside.fetch_add(1, Ordering::SeqCst) > 0 {
+            self.log.record(format!("set-stream/set-work-area/exec interleaved on plan {:#x}", a.plan.0));
+        }
+        let _inside = Inside(&plan);
+        let p = a.plan.0;
+        let current = self.current();
+        if current != plan.device {
+            let s = format!("exec of plan {p:#x} (device {}) with device {current} current", plan.device);
+            return Err(self.misuse(exec_call(a.transform), code::INVALID_DEVICE, s));
+        }
+        let stream = match self.streams.resolve(a.stream, current) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                let s = format!("exec of plan {p:#x} on unknown stream {:#x}", a.stream.0);
+                return Err(self.misuse("hipfftSetStream", code::INVALID_VALUE, s));
+            }
+            Err(_) => return Err(fft_err("hipfftSetStream", code::INTERNAL_ERROR)),
+        };
+        if stream.device != plan.device {
+            let s =
+                format!("exec of plan {p:#x} (device {}) on stream {:#x} of device {}", plan.device, a.stream.0, stream.device);
+            return Err(self.misuse(exec_call(a.transform), code::INVALID_DEVICE, s));
+        }
+        if let Some(area) = a.work_area {
+            if area.is_null() {
+                return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, format!("null work area set on plan {p:#x}")));
+            }
+            if let Err(s) = self.memory.check(area.0, plan.work_size, &format!("work area of plan {p:#x}")) {
+                return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, s));
+            }
+            *plan.work_area.lock() = Some(area.0);
+        }
+        let call = exec_call(a.transform);
+        self.check_buffers(&plan, &a, call)?;
+        if self.faults.exec.hit(self.config.read().fail_exec_every) {
+            return Err(fft_err(call, code::EXEC_FAILED));
+        }
+        self.enqueue_transform(plan.clone(), &stream, &a, call)
+    }
+
+    /// The checks of `hipfftExec*` itself: type, pointers, work area, buffer extents.
+    fn check_buffers(&self, plan: &PlanRecord, a: &ExecArgs, call: &'static str) -> Result<()> {
+        let p = a.plan.0;
+        if a.transform != plan.desc.transform {
+            let s = format!("{call} on plan {p:#x}, which is a {} plan", plan.desc.transform);
+            return Err(self.misuse(call, code::INVALID_VALUE, s));
+        }
+        if a.input.is_null() || a.output.is_null() {
+            return Err(self.misuse(call, code::INVALID_VALUE, format!("{call} on plan {p:#x} with a null input or output")));
+        }
+        if plan.work_size > 0 && plan.scratch.is_none() && plan.work_area.lock().is_none() {
+            let s =
+                format!("exec of plan {p:#x} with work size {} bytes, auto-allocation off and no work area set", plan.work_size);
+            return Err(self.misuse(call, code::INVALID_VALUE, s));
+        }
+        let ext = &plan.extents;
+        for (ptr, bytes, what) in [(a.input, ext.input_bytes, "input"), (a.output, ext.output_bytes, "output")] {
+            if let Err(s) = self.memory.check(ptr.0, bytes, &format!("{what} of {call} on plan {p:#x}")) {
+                return Err(self.misuse(call, code::INVALID_VALUE, s));
+            }
+        }
+        Ok(())
+    }
+
+    fn enqueue_transform(
+        &self,
+        plan: Arc<PlanRecord>,
+        stream: &super::stream::Stream,
+        a: &ExecArgs,
+        call: &'static str,
+    ) -> Result<()> {
+        let stage = if plan.work_size == 0 { None } else { (*plan.work_area.lock()).or(plan.scratch.as_ref().map(|s| s.addr())) };
+        let bufs = Buffers { input: a.input.0, output: a.output.0, stage };
+        let latency = self.config.read().exec_latency;
+        let direction = a.direction;
+        let cache = self.fft.clone();
+        plan.pending.begin();
+        let done = Finish(plan);
+        let queued = stream.enqueue(Box::new(move || {
+            let done = done;
+            std::thread::sleep(latency);
+            fft::execute(&done.0.desc, direction, bufs, &cache);
+        }));
+        match queued {
+            Some(_) => Ok(()),
+            None => Err(fft_err(call, code::EXEC_FAILED)),
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! `SimRuntime`: a CPU stand-in for hipFFT and HIP, always built.
+//!
+//! It is the default runtime for tests and for the CLI without a GPU, and the ground truth
+//! the pool's tests assert against: it behaves like the real libraries wherever the pool
+//! depends on them (asynchronous streams, events in stream order, per-thread current
+//! device, work areas really used as scratch, C2R clobbering its input, hipFFT's codes),
+//! counts every handle, stream, event and byte, records every misuse as a sentence in
+//! [`SimRuntime::violations`], and injects latencies, faults and hangs on request.
+
+mod block;
+mod codes;
+mod config;
+mod device;
+mod event;
+mod exec;
+mod faults;
+mod fft;
+mod hip;
+mod memory;
+mod plan;
+mod stream;
+mod violations;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+pub use crate::runtime::codes::hip_error;
+pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, parse_env_value};
+
+use crate::desc::{Direction, PlanDesc, TransformType};
+use crate::error::Result;
+use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+
+/// Distinguishes runtimes in the per-thread current-device table.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub struct SimRuntime {
+    id: u64,
+    devices: i32,
+    config: RwLock<SimConfig>,
+    faults: faults::Faults,
+    blocker: block::Blocker,
+    plans: plan::Plans,
+    streams: stream::Streams,
+    events: event::Events,
+    memory: memory::Memory,
+    log: Arc<violations::Violations>,
+    fft: Arc<fft::FftCache>,
+}
+
+impl SimRuntime {
+    /// A sim with `config`; `devices` is clamped to `1..=MAX_DEVICES`.
+    pub fn new(mut config: SimConfig) -> Self {
+        let devices = config.devices.clamp(1, MAX_DEVICES);
+        if devices != config.devices {
+            tracing::warn!("simulated device count {} clamped to {devices}", config.devices);
+            config.devices = devices;
+        }
+        let log = Arc::new(violations::Violations::default());
+        SimRuntime {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            devices,
+            config: RwLock::new(config),
+            faults: faults::Faults::default(),
+            blocker: block::Blocker::default(),
+            plans: plan::Plans::default(),
+            streams: stream::Streams::new(devices, log.clone()),
+            events: event::Events::default(),
+            memory: memory::Memory::default(),
+            log,
+            fft: Arc::default(),
+        }
+    }
+
+    /// A sim configured from the `HIPFFT_POOL_SIM_*` variables; bad values are logged.
+    pub fn from_env() -> Self {
+        let (config, warnings) = SimConfig::from_env();
+        for w in &warnings {
+            tracing::warn!("{w}");
+        }
+        Self::new(config)
+    }
+
+    pub fn config(&self) -> SimConfig {
+        self.config.read().clone()
+    }
+
+    /// Replaces the latency, fault and blocking settings (the device count stays) and
+    /// restarts the every-K-th counters.
+    pub fn set_faults(&self, mut config: SimConfig) {
+        config.devices = self.devices;
+        *self.config.write() = config;
+        self.faults.reset();
+    }
+
+    /// Handles alive: created (or being created) and not yet destroyed.
+    pub fn live_handles(&self) -> usize {
+        self.plans.live()
+    }
+    /// Made handles alive on `device`.
+    pub fn live_handles_on(&self, device: i32) -> usize {
+        self.plans.live_on(device)
+    }
+    pub fn peak_live_handles(&self) -> usize {
+        self.plans.peak()
+    }
+    /// Successful creations.
+    pub fn created_total(&self) -> u64 {
+        self.plans.created()
+    }
+    /// Handles freed, including by a failing or unblocked destroy.
+    pub fn destroyed_total(&self) -> u64 {
+        self.plans.destroyed()
+    }
+    /// Whether `plan` is alive (a destroy still in progress counts, as in `live_handles`).
+    pub fn is_live(&self, plan: RawPlan) -> bool {
+        self.plans.is_live(plan)
+    }
+    /// Executions of `plan` enqueued and not yet finished on their stream.
+    pub fn pending_execs(&self, plan: RawPlan) -> usize {
+        self.plans.pending(plan)
+    }
+    /// Every misuse seen so far, one sentence each.
+    pub fn violations(&self) -> Vec<String> {
+        self.log.all()
+    }
+    /// Threads blocked right now in an injected hang.
+    pub fn blocked_calls(&self) -> usize {
+        self.blocker.blocked()
+    }
+    /// Ends every injected hang; each blocked call returns `HIPFFT_INTERNAL_ERROR`. Later
+    /// hangs block again.
+    pub fn unblock_all(&self) {
+        self.blocker.unblock_all()
+    }
+    /// Bytes from `malloc` not yet freed.
+    pub fn allocated_bytes(&self) -> usize {
+        self.memory.bytes()
+    }
+    /// Streams created and not destroyed (the null streams are not counted).
+    pub fn live_streams(&self) -> usize {
+        self.streams.live()
+    }
+    pub fn live_events(&self) -> usize {
+        self.events.live()
+    }
+
+    fn current(&self) -> i32 {
+        device::current(self.id)
+    }
+}
+
+impl Drop for SimRuntime {
+    fn drop(&mut self) {
+        self.blocker.unblock_all();
+        self.streams.shutdown_all();
+    }
+}
+
+impl Runtime for SimRuntime {
+    fn kind(&self) -> RuntimeKind {
+        RuntimeKind::Sim
+    }
+
+    fn info(&self) -> RuntimeInfo {
+        RuntimeInfo {
+            libraries: vec![("sim".into(), "built-in".into())],
+            versions: vec![("sim".into(), env!("CARGO_PKG_VERSION").into())],
+            devices: (0..self.devices).map(|d| format!("Simulated device {d}")).collect(),
+        }
+    }
+
+    fn device_count(&self) -> Result<i32> {
+        Ok(self.devices)
+    }
+
+    fn current_device(&self) -> Result<i32> {
+        Ok(self.current())
+    }
+
+    fn set_device(&self, device: i32) -> Result<()> {
+        if !(0..self.devices).contains(&device) {
+            return Err(codes::hip_err("hipSetDevice", hip_error::hipErrorInvalidDevice));
+        }
+        device::set(self.id, device);
+        Ok(())
+    }
+
+    fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+        self.create_plan(desc, options)
+    }
+
+    fn plan_exec(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+    ) -> Result<()> {
+        self.exec_plan(exec::ExecArgs { plan, transform, stream, work_area, input, output, direction })
+    }
+
+    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        self.destroy_plan(plan)
+    }
+
+    fn event_create(&self) -> Result<RawEvent> {
+        self.hip_event_create()
+    }
+    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+        self.hip_event_record(event, stream)
+    }
+    fn event_query(&self, event: RawEvent) -> Result<bool> {
+        self.hip_event_query(event)
+    }
+    fn event_synchronize(&self, event: RawEvent) -> Result<()> {
+        self.hip_event_synchronize(event)
+    }
+    fn event_destroy(&self, event: RawEvent) -> Result<()> {
+        self.hip_event_destroy(event)
+    }
+
+    fn stream_create(&self) -> Result<RawStream> {
+        self.hip_stream_create()
+    }
+    fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
+        self.hip_stream_synchronize(stream)
+    }
+    fn stream_destroy(&self, stream: RawStream) -> Result<()> {
+        self.hip_stream_destroy(stream)
+    }
+
+    fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
+        self.hip_malloc(bytes)
+    }
+    fn free(&self, ptr: DevicePtr) -> Result<()> {
+        self.hip_free(ptr)
+    }
+    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        self.hip_memcpy_htod(dst, src)
+    }
+    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        self.hip_memcpy_dtoh(dst, src)
+    }
+    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
+        self.hip_memcpy_dtod_async(dst, src, bytes, stream)
+    }
+}
