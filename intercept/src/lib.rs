@@ -90,7 +90,7 @@ pub unsafe fn read_array<T: Copy + Into<i64>>(ptr: *const T, len: usize, name: &
 /// `--exclude-libs,ALL`, which keeps the pool's `hfp_*` C ABI out of the interposers).
 #[macro_export]
 macro_rules! export_common {
-    () => {
+    ($flavor:expr) => {
         /// int hfp_intercept_synchronize(void): waits until every execution enqueued through
         /// the interposer has completed; 0 on success, -1 on failure (see hfp_intercept_last_error).
         #[unsafe(no_mangle)]
@@ -126,14 +126,14 @@ macro_rules! export_common {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn hfp_intercept_stream_create(stream: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
             // SAFETY: the caller's contract, passed on.
-            unsafe { $crate::stream_create(stream) }
+            unsafe { $crate::stream_create($flavor, stream) }
         }
 
         /// int hfp_intercept_write_metrics(const char *path): the metrics JSON, now.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn hfp_intercept_write_metrics(path: *const ::std::ffi::c_char) -> ::std::ffi::c_int {
             // SAFETY: the caller's contract, passed on.
-            unsafe { $crate::write_metrics(path) }
+            unsafe { $crate::write_metrics($flavor, path) }
         }
     };
 }
@@ -191,10 +191,9 @@ pub fn virtual_handles_live() -> c_long {
 ///
 /// # Safety
 /// `stream` is null or valid for one pointer write.
-pub unsafe fn stream_create(stream: *mut *mut c_void) -> c_int {
+pub unsafe fn stream_create(flavor: Flavor, stream: *mut *mut c_void) -> c_int {
     entry::serve_plain("hfp_intercept_stream_create", || {
-        let f = engine::flavor().ok_or_else(|| Fail::new(code::SETUP_FAILED, "no FFT call was made yet: the interposer has no runtime"))?;
-        let s = engine(f)?.stream_create()?;
+        let s = engine(flavor)?.stream_create()?;
         // SAFETY: the caller's contract.
         unsafe { write_out(stream, "stream", s.0 as *mut c_void) }
     })
@@ -205,15 +204,14 @@ pub unsafe fn stream_create(stream: *mut *mut c_void) -> c_int {
 ///
 /// # Safety
 /// `path` is null or a NUL-terminated string.
-pub unsafe fn write_metrics(path: *const c_char) -> c_int {
+pub unsafe fn write_metrics(flavor: Flavor, path: *const c_char) -> c_int {
     entry::serve_plain("hfp_intercept_write_metrics", || {
         if path.is_null() {
             return Err(Fail::invalid("path", "null pointer"));
         }
         // SAFETY: the caller's contract.
         let p = unsafe { std::ffi::CStr::from_ptr(path) }.to_string_lossy().into_owned();
-        let f = engine::flavor().ok_or_else(|| Fail::new(code::SETUP_FAILED, "no FFT call was made yet"))?;
-        let json = engine(f)?.metrics_json();
+        let json = engine(flavor)?.metrics_json();
         std::fs::write(&p, json + "\n").map_err(|e| Fail::new(code::INTERNAL_ERROR, format!("{p}: {e}")))
     })
 }

@@ -19,7 +19,7 @@ use hipfft_pool_intercept::{ExecKind, Fail, Flavor, PlanRequest, code, engine, e
 
 const F: Flavor = Flavor::Cufft;
 
-hipfft_pool_intercept::export_common!();
+hipfft_pool_intercept::export_common!(F);
 
 /// `cufftHandle` (cufft.h: `typedef int cufftHandle;`).
 pub type cufftHandle = c_int;
