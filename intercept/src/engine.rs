@@ -133,6 +133,9 @@ struct Settings {
     /// Leases of captured executions under `HIPFFT_POOL_CAPTURE=pin`.
     pinned: Vec<Lease>,
     last_stream: RawStream,
+    /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
+    /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
+    real: Option<i64>,
 }
 
 /// One virtual handle.
@@ -166,6 +169,8 @@ struct Counts {
     captured_execs: AtomicU64,
     capture_misses: AtomicU64,
     prepared_taken: AtomicU64,
+    real_plans: AtomicUsize,
+    real_plans_peak: AtomicUsize,
 }
 
 /// The interposer of one process.
@@ -336,6 +341,7 @@ impl Engine {
                 prepared: None,
                 pinned: Vec::new(),
                 last_stream: RawStream::NULL,
+                real: None,
             }),
         });
         let live = {
@@ -349,10 +355,13 @@ impl Engine {
     }
 
     /// `cufftDestroy`: the handle goes; its real plan stays in the pool for other handles.
-    pub fn destroy(&self, h: u64, call: &str) -> Result<(), Fail> {
+    /// Returns the handle's own real plan, if it had one: the caller destroys it with the
+    /// real library, then calls [`Engine::real_plan_destroyed`].
+    pub fn destroy(&self, h: u64, call: &str) -> Result<Option<i64>, Fail> {
         let v = self.handles.write().remove(&h);
         let Some(v) = v else { return Err(self.lookup(h, call).err().unwrap_or_else(|| Fail::new(code::INVALID_PLAN, call))) };
         let mut s = v.settings.lock();
+        let real = s.real.take();
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
         }
@@ -368,7 +377,58 @@ impl Engine {
                 }
             }
         }
-        Ok(())
+        Ok(real)
+    }
+
+    /// Gives a handle a real plan of its own, made by `make(auto_allocation)` with the real
+    /// library, under one slot of the pool's ceiling (idle cached plans are trimmed to find
+    /// one). Returns the handle's stream and work area, for the caller to set on the plan.
+    pub fn pin_real(
+        &self,
+        h: u64,
+        call: &str,
+        make: impl FnOnce(bool) -> Result<i64, Fail>,
+    ) -> Result<(RawStream, Option<DevicePtr>), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        if s.real.is_some() || s.desc.is_some() {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} already has a plan")));
+        }
+        let ceiling = self.pool.ceiling();
+        if !ceiling.try_acquire() {
+            self.pool.trim();
+            if !ceiling.try_acquire() {
+                return Err(Fail::new(
+                    code::ALLOC_FAILED,
+                    format!("{call}: a plan of the handle's own needs a slot of the live ceiling ({}), and every one is in use", ceiling.limit()),
+                ));
+            }
+        }
+        match make(s.auto_allocation) {
+            Ok(real) => {
+                s.real = Some(real);
+                let n = self.counts.real_plans.fetch_add(1, Ordering::Relaxed) + 1;
+                self.counts.real_plans_peak.fetch_max(n, Ordering::Relaxed);
+                Ok((s.stream, s.work_area))
+            }
+            Err(f) => {
+                ceiling.release();
+                Err(f)
+            }
+        }
+    }
+
+    /// The handle's own real plan, if it has one (see [`Engine::pin_real`]).
+    pub fn real_plan(&self, h: u64) -> Option<i64> {
+        self.handles.read().get(&h).and_then(|v| v.settings.lock().real)
+    }
+
+    /// A handle's own real plan was destroyed: its slot goes back to the ceiling.
+    pub fn real_plan_destroyed(&self) {
+        self.counts.real_plans.fetch_sub(1, Ordering::Relaxed);
+        let c = self.pool.ceiling();
+        c.release();
+        c.notify();
     }
 
     /// A checked descriptor for `r` on the calling thread's current device.
@@ -664,6 +724,8 @@ impl Engine {
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": match self.policy { CapturePolicy::Pin => "pin", CapturePolicy::ReleaseOnRun => "release-on-run" },
             "failures": FAILURES.load(Ordering::Relaxed),
+            "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
+            "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),
             "auto_area_bytes": self.arena.bytes(),
             "auto_area_peak_bytes": self.arena.peak(),
             "auto_area_budget": self.arena.budget(),

@@ -100,6 +100,29 @@ fn real_int_query(name: &str, arg: Option<c_int>, out: *mut c_int, sim_value: c_
     if r == code::SUCCESS { Ok(()) } else { Err(Fail::new(r, format!("the real {name} failed"))) }
 }
 
+/// The real library's function `name`, as the function-pointer type `T` of its C signature.
+///
+/// # Safety
+/// `T` must be the exact C signature of `name`.
+unsafe fn real<T: Copy>(name: &str) -> Result<T, Fail> {
+    let lib = hipfft_pool_intercept::real::fft_library(F).map_err(|e| Fail::new(code::SETUP_FAILED, e))?;
+    let addr = lib.symbol(name).ok_or_else(|| Fail::new(code::NOT_IMPLEMENTED, format!("{} has no {name}", lib.path)))?;
+    // SAFETY: the caller's contract; a symbol address and a fn pointer have the same size.
+    Ok(unsafe { std::mem::transmute_copy::<usize, T>(&addr) })
+}
+
+fn real_code(name: &str, r: c_int) -> Result<(), Fail> {
+    if r == code::SUCCESS { Ok(()) } else { Err(Fail::new(r, format!("the real {name} failed on the handle's own plan"))) }
+}
+
+/// A handle's own real plan (half precision), if it has one.
+fn own_real(plan: cufftHandle) -> Result<Option<c_int>, Fail> {
+    Ok(engine(F)?.real_plan(id(plan)).map(|r| r as c_int))
+}
+
+type SetStreamFn = unsafe extern "C" fn(c_int, cudaStream_t) -> c_int;
+type SetWorkAreaFn = unsafe extern "C" fn(c_int, *mut c_void) -> c_int;
+
 fn unsupported(call: &str, why: &str) -> Result<(), Fail> {
     Err(Fail::not_supported(call, why))
 }
@@ -117,7 +140,16 @@ export! { F;
 
     /// cufftResult cufftDestroy(cufftHandle plan);
     fn cufftDestroy(plan: cufftHandle) {
-        engine(F)?.destroy(id(plan), "cufftDestroy")
+        let e = engine(F)?;
+        if let Some(own) = e.destroy(id(plan), "cufftDestroy")? {
+            // SAFETY: cufftResult cufftDestroy(cufftHandle plan);
+            let destroy = unsafe { real::<unsafe extern "C" fn(c_int) -> c_int>("cufftDestroy") }?;
+            // SAFETY: the handle's own real plan, destroyed once.
+            let r = unsafe { destroy(own as c_int) };
+            e.real_plan_destroyed();
+            real_code("cufftDestroy", r)?;
+        }
+        Ok(())
     }
 
     /// cufftResult cufftPlan1d(cufftHandle *plan, int nx, cufftType type, int batch);
@@ -199,11 +231,54 @@ export! { F;
     fn cufftXtMakePlanMany(plan: cufftHandle, rank: c_int, n: *mut c_longlong, inembed: *mut c_longlong, istride: c_longlong,
                            idist: c_longlong, inputtype: c_int, onembed: *mut c_longlong, ostride: c_longlong, odist: c_longlong,
                            outputtype: c_int, batch: c_longlong, workSize: *mut usize, executiontype: c_int) {
-        // SAFETY: as above.
-        let req = xt(inputtype, outputtype, executiontype)
-            .and_then(|t| unsafe { PlanRequest::many(t, rank, n, inembed, istride, idist, onembed, ostride, odist, batch) });
-        // SAFETY: as above.
-        unsafe { make(plan, "cufftXtMakePlanMany", req, workSize) }
+        match xt(inputtype, outputtype, executiontype) {
+            // SAFETY: as above.
+            Ok(t) => unsafe {
+                let req = PlanRequest::many(t, rank, n, inembed, istride, idist, onembed, ostride, odist, batch);
+                make(plan, "cufftXtMakePlanMany", req, workSize)
+            },
+            // Half precision: the pool's descriptor cannot say it, so the handle gets a real
+            // plan of its own, under one slot of the ceiling (not on the simulated runtime).
+            Err(f) if f.code == code::NOT_SUPPORTED && !hipfft_pool_intercept::engine::is_sim() => {
+                type Create = unsafe extern "C" fn(*mut c_int) -> c_int;
+                type SetAuto = unsafe extern "C" fn(c_int, c_int) -> c_int;
+                type XtMake = unsafe extern "C" fn(c_int, c_int, *mut c_longlong, *mut c_longlong, c_longlong, c_longlong, c_int,
+                    *mut c_longlong, c_longlong, c_longlong, c_int, c_longlong, *mut usize, c_int) -> c_int;
+                type Destroy = unsafe extern "C" fn(c_int) -> c_int;
+                // SAFETY: each type is the C signature of its name (cufft.h, cufftXt.h).
+                let (create, set_auto, xt_make, destroy, set_stream, set_area) = unsafe {
+                    (real::<Create>("cufftCreate")?, real::<SetAuto>("cufftSetAutoAllocation")?, real::<XtMake>("cufftXtMakePlanMany")?,
+                     real::<Destroy>("cufftDestroy")?, real::<SetStreamFn>("cufftSetStream")?, real::<SetWorkAreaFn>("cufftSetWorkArea")?)
+                };
+                let e = engine(F)?;
+                let (stream, area) = e.pin_real(id(plan), "cufftXtMakePlanMany", |auto| {
+                    let mut h: c_int = 0;
+                    // SAFETY: the real library's calls with the caller's own arguments.
+                    unsafe {
+                        real_code("cufftCreate", create(&mut h))?;
+                        let made = real_code("cufftSetAutoAllocation", set_auto(h, auto as c_int)).and_then(|()| {
+                            real_code("cufftXtMakePlanMany", xt_make(h, rank, n, inembed, istride, idist, inputtype, onembed, ostride,
+                                odist, outputtype, batch, workSize, executiontype))
+                        });
+                        if let Err(f) = made {
+                            destroy(h);
+                            return Err(f);
+                        }
+                    }
+                    Ok(h as i64)
+                })?;
+                let own = own_real(plan)?.unwrap_or(0);
+                // SAFETY: the plan just made; the settings the handle had before.
+                unsafe {
+                    real_code("cufftSetStream", set_stream(own, stream.0 as cudaStream_t))?;
+                    if let Some(a) = area {
+                        real_code("cufftSetWorkArea", set_area(own, a.as_ptr()))?;
+                    }
+                }
+                Ok(())
+            }
+            Err(f) => Err(f),
+        }
     }
 
     /// cufftResult cufftGetSize1d(cufftHandle handle, int nx, cufftType type, int batch, size_t *workSize);
@@ -264,6 +339,12 @@ export! { F;
 
     /// cufftResult cufftGetSize(cufftHandle handle, size_t *workSize);
     fn cufftGetSize(handle: cufftHandle, workSize: *mut usize) {
+        if let Some(own) = own_real(handle)? {
+            // SAFETY: cufftResult cufftGetSize(cufftHandle handle, size_t *workSize);
+            let f = unsafe { real::<unsafe extern "C" fn(c_int, *mut usize) -> c_int>("cufftGetSize") }?;
+            // SAFETY: the handle's own plan; the caller's out-parameter.
+            return real_code("cufftGetSize", unsafe { f(own, workSize) });
+        }
         let s = engine(F)?.work_size(id(handle), "cufftGetSize")?;
         // SAFETY: the caller's out-parameter.
         unsafe { write_out(workSize, "workSize", s) }
@@ -271,16 +352,34 @@ export! { F;
 
     /// cufftResult cufftSetAutoAllocation(cufftHandle plan, int autoAllocate);
     fn cufftSetAutoAllocation(plan: cufftHandle, autoAllocate: c_int) {
+        if let Some(own) = own_real(plan)? {
+            // SAFETY: cufftResult cufftSetAutoAllocation(cufftHandle plan, int autoAllocate);
+            let f = unsafe { real::<unsafe extern "C" fn(c_int, c_int) -> c_int>("cufftSetAutoAllocation") }?;
+            // SAFETY: the handle's own plan.
+            return real_code("cufftSetAutoAllocation", unsafe { f(own, autoAllocate) });
+        }
         engine(F)?.set_auto_allocation(id(plan), autoAllocate != 0, "cufftSetAutoAllocation")
     }
 
     /// cufftResult cufftSetWorkArea(cufftHandle plan, void *workArea);
     fn cufftSetWorkArea(plan: cufftHandle, workArea: *mut c_void) {
+        if let Some(own) = own_real(plan)? {
+            // SAFETY: the C signature of cufftSetWorkArea.
+            let f = unsafe { real::<SetWorkAreaFn>("cufftSetWorkArea") }?;
+            // SAFETY: the handle's own plan and the caller's area.
+            return real_code("cufftSetWorkArea", unsafe { f(own, workArea) });
+        }
         engine(F)?.set_work_area(id(plan), DevicePtr::from_ptr(workArea), "cufftSetWorkArea")
     }
 
     /// cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream);
     fn cufftSetStream(plan: cufftHandle, stream: cudaStream_t) {
+        if let Some(own) = own_real(plan)? {
+            // SAFETY: the C signature of cufftSetStream.
+            let f = unsafe { real::<SetStreamFn>("cufftSetStream") }?;
+            // SAFETY: the handle's own plan and the caller's stream.
+            return real_code("cufftSetStream", unsafe { f(own, stream) });
+        }
         engine(F)?.set_stream(id(plan), RawStream(stream as usize), "cufftSetStream")
     }
 
@@ -316,6 +415,12 @@ export! { F;
 
     /// cufftResult cufftXtExec(cufftHandle plan, void *input, void *output, int direction);
     fn cufftXtExec(plan: cufftHandle, input: *mut c_void, output: *mut c_void, direction: c_int) {
+        if let Some(own) = own_real(plan)? {
+            // SAFETY: cufftResult cufftXtExec(cufftHandle plan, void *input, void *output, int direction);
+            let f = unsafe { real::<unsafe extern "C" fn(c_int, *mut c_void, *mut c_void, c_int) -> c_int>("cufftXtExec") }?;
+            // SAFETY: the handle's own plan and the caller's buffers.
+            return real_code("cufftXtExec", unsafe { f(own, input, output, direction) });
+        }
         exec(plan, ExecKind::Xt, "cufftXtExec", input, output, direction)
     }
 
