@@ -138,3 +138,50 @@ fn only_cufft_names_and_hfp_intercept_are_exported() {
         assert!(names.iter().any(|n| n == want), "{want} is not exported: {names:?}");
     }
 }
+
+/// The CUDA path without a GPU: a stand-in libcufft.so.12 and libcudart.so.13 (tests/c/stub/)
+/// linked by a "framework extension" that is loaded `RTLD_LOCAL`, as Python loads one, with
+/// the interposer preloaded and no `HIPFFT_POOL_RUNTIME`. The interposer must find the
+/// mapped library (not in the global scope), bind the pool's runtime to it, let the
+/// library's own nested call of an exported name reach the library, and hold a captured
+/// execution's plan until the "graph" ran.
+#[test]
+fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
+    let dir = work_dir("cufft_cuda_mode");
+    let shared = |out: &str, src: &str, soname: &str, link: &[&str]| {
+        let mut c = cc();
+        c.args(["-shared", "-fPIC", "-O1", "-o"]).arg(dir.join(out)).arg(c_dir().join("stub").join(src));
+        c.arg(format!("-Wl,-soname,{soname}")).arg(format!("-L{}", dir.display())).arg(format!("-Wl,-rpath,{}", dir.display()));
+        c.args(link);
+        let o = c.output().expect("cc");
+        assert!(o.status.success(), "{}", show(&o));
+    };
+    shared("libcufft.so.12", "stub_cufft.c", "libcufft.so.12", &[]);
+    shared("libcudart.so.13", "stub_cudart.c", "libcudart.so.13", &[]);
+    shared("libplugin.so", "plugin.c", "libplugin.so", &["-l:libcufft.so.12", "-l:libcudart.so.13"]);
+    let exe = dir.join("cuda_mode");
+    compile(&exe, &["cuda_mode.c"], &[], &[], &[]);
+    let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
+    let (mid, end) = (dir.join("mid.json"), dir.join("end.json"));
+    let env = [
+        ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("HIPFFT_POOL_METRICS_OUT", end.to_str().unwrap()),
+        ("HIPFFT_POOL_LIVE_CEILING", "4"),
+    ];
+    let plugin = dir.join("libplugin.so");
+    let o = run(&exe, &[plugin.to_str().unwrap(), mid.to_str().unwrap()], &env, true);
+    let s = stdout(&o);
+    assert!(s.contains("ok cuda mode"), "{}", show(&o));
+    let m = metrics(&end);
+    assert!(m["library"].as_str().unwrap().ends_with("libcufft.so.12"), "{m}");
+    assert_eq!(m["runtime"], "cuda", "{m}");
+    assert_eq!(get(&m, "creations"), 1, "eight handles of one descriptor share one real plan: {m}");
+    assert_eq!(get(&m, "virtual_handles_peak"), 8, "{m}");
+    assert_eq!(get(&m, "captured_execs"), 1, "{m}");
+    assert_eq!(get(&m, "captured_released"), 1, "{m}");
+    assert_eq!(get(&m, "capture_misses"), 1, "{m}");
+    // Before the graph ran, the captured execution still held its plan.
+    let mid = metrics(&mid);
+    assert!(get(&mid, "in_flight") >= 1, "{mid}");
+    assert_eq!(get(&mid, "captured_released"), 0, "{mid}");
+}
