@@ -49,6 +49,8 @@ run() {
   timeout "$secs" "$@" >"$logs/$name.log" 2>&1
   local rc=$?
   note "$name: exit $rc in $((SECONDS - t0)) s: $(grep -E '^(SUMMARY|RESULT)|passed|failed' "$logs/$name.log" | tail -1)"
+  # Packed after every step, so a call stopped at its limit still brings back what ran.
+  tar czf "$out/$phase-logs.tgz" -C "$logs" .
 }
 
 # pre NAME SECONDS CEILING CMD...: through the interposer, the pool's capacity = ceiling,
@@ -74,14 +76,14 @@ torch)
   mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
   python3 -c "import torch, cupy, numpy; print('torch', torch.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)" 2>&1 | tee -a "$summary"
   r=$dir/run
-  run torch-native 300 python3 "$r/torch_spectral_subset.py"
-  pre torch-pool-c128 300 128 python3 "$r/torch_spectral_subset.py"
-  pre torch-pool-c12 300 12 python3 "$r/torch_spectral_subset.py"
-  run cupy-native 300 python3 "$r/cupy_fft_subset.py"
-  pre cupy-pool-c128 300 128 python3 "$r/cupy_fft_subset.py"
-  pre cupy-pool-c12 300 12 python3 "$r/cupy_fft_subset.py"
-  run bench-native 300 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-native.json"
-  pre bench-pool-c128 300 128 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-pool-c128.json"
+  run torch-native 100 python3 "$r/torch_spectral_subset.py"
+  pre torch-pool-c128 100 128 python3 "$r/torch_spectral_subset.py"
+  pre torch-pool-c12 100 12 python3 "$r/torch_spectral_subset.py"
+  run cupy-native 100 python3 "$r/cupy_fft_subset.py"
+  pre cupy-pool-c128 100 128 python3 "$r/cupy_fft_subset.py"
+  pre cupy-pool-c12 100 12 python3 "$r/cupy_fft_subset.py"
+  run bench-native 80 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-native.json"
+  pre bench-pool-c128 80 128 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-pool-c128.json"
   ;;
 mlx)
   cp "$dir"/mlx/mlx.part.ab /tmp/mlxparts/ 2>/dev/null
@@ -92,16 +94,16 @@ mlx)
   t=$dir/mlxtests
   cd "$t" || exit 1
   export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
-  run mlx-test-native 300 python3 -m pytest -q -p no:cacheprovider test_fft.py
+  run mlx-test-native 120 python3 -m pytest -q -p no:cacheprovider test_fft.py
   for c in 128 26 12; do
-    pre "mlx-test-pool-c$c" 300 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
+    pre "mlx-test-pool-c$c" 120 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
   done
   b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
-  run mlx-cycle-native-cache128 200 $b
-  pre mlx-cycle-pool-cache128 200 128 $b
-  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 200 $b --cycles 60
-  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 200 128 $b
-  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 200 26 $b
+  run mlx-cycle-native-cache128 60 $b
+  pre mlx-cycle-pool-cache128 60 128 $b
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
   ;;
 *)
   echo "unknown phase $phase" >&2

@@ -11,8 +11,13 @@
 //!   and keeps its own plan alive only until that launch completed). A graph launched again
 //!   after its first run would use a plan the pool may have destroyed: use `pin` for those.
 //! - `pin`: the virtual handle keeps the lease of every captured execution until the handle
-//!   is destroyed, as the real plan would have lived natively. Safe for graphs replayed any
-//!   number of times, at the cost of one live plan per captured handle.
+//!   is destroyed, as the real plan would have lived natively (one lease per distinct real
+//!   plan: later executions on the same plan add none). Safe for graphs replayed any number
+//!   of times, at the cost of one live plan per captured handle, and free of the host node's
+//!   cost (a host node in a graph is a GPU-to-CPU round trip, several microseconds).
+//! - `auto`: `pin` while fewer handles than half the ceiling (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`)
+//!   hold pinned plans, `release-on-run` beyond: a framework whose captured working set fits
+//!   runs without host nodes, and one with more handles than the ceiling still cannot exhaust it.
 //!
 //! In both, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a
@@ -55,21 +60,32 @@ impl Capture for NoCapture {
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapturePolicy {
+    /// Pin while fewer than the pin limit of handles hold pinned plans, else release on run.
+    Auto,
     ReleaseOnRun,
     Pin,
 }
 
 impl CapturePolicy {
-    /// `HIPFFT_POOL_CAPTURE`: `release-on-run` (default) or `pin`; another value keeps the
-    /// default with a warning.
+    /// `HIPFFT_POOL_CAPTURE`: `auto` (default), `release-on-run` or `pin`; another value
+    /// keeps the default with a warning.
     pub fn from_env() -> (CapturePolicy, Option<String>) {
         match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
-            None | Some("") | Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
+            None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
+            Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
             Some("pin") => (CapturePolicy::Pin, None),
             Some(other) => (
-                CapturePolicy::ReleaseOnRun,
-                Some(format!("HIPFFT_POOL_CAPTURE={other:?} ignored (expected release-on-run or pin); keeping release-on-run")),
+                CapturePolicy::Auto,
+                Some(format!("HIPFFT_POOL_CAPTURE={other:?} ignored (expected auto, release-on-run or pin); keeping auto")),
             ),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CapturePolicy::Auto => "auto",
+            CapturePolicy::ReleaseOnRun => "release-on-run",
+            CapturePolicy::Pin => "pin",
         }
     }
 }

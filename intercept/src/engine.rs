@@ -187,6 +187,9 @@ pub struct Engine {
     policy: CapturePolicy,
     prepared: AtomicUsize,
     prepared_limit: usize,
+    /// Handles holding pinned leases of captured executions, and how many may (`auto`).
+    pinned_handles: AtomicUsize,
+    pin_limit: usize,
     counts: Counts,
     /// Leases pinned by destroyed handles while their stream was capturing: never released.
     orphans: Mutex<Vec<Lease>>,
@@ -251,6 +254,13 @@ impl Engine {
             }
         };
         let ceiling = config.live_ceiling;
+        let pin_limit = match std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT") {
+            Err(_) => ceiling / 2,
+            Ok(raw) => hipfft_pool::pool::config::parse_whole(&raw, ceiling as u64).map(|v| v as usize).unwrap_or_else(|why| {
+                warn(&format!("HIPFFT_POOL_CAPTURE_PIN_LIMIT={raw:?} ignored ({why}); keeping {}", ceiling / 2));
+                ceiling / 2
+            }),
+        };
         let pool = Arc::new(PlanPool::new(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?);
         let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
             Ok(addr) if !addr.is_empty() => match MetricsServer::start(&addr, &pool) {
@@ -276,6 +286,8 @@ impl Engine {
             policy,
             prepared: AtomicUsize::new(0),
             prepared_limit: (ceiling / 2).max(1),
+            pinned_handles: AtomicUsize::new(0),
+            pin_limit,
             counts: Counts::default(),
             orphans: Mutex::new(Vec::new()),
             library,
@@ -369,6 +381,7 @@ impl Engine {
         let pinned = std::mem::take(&mut s.pinned);
         drop(s);
         if !pinned.is_empty() {
+            self.pinned_handles.fetch_sub(1, Ordering::Relaxed);
             if self.capture.is_capturing(stream).unwrap_or(true) {
                 self.orphans.lock().extend(pinned);
             } else {
@@ -649,21 +662,38 @@ impl Engine {
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
         if capturing {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
-            let lease = match self.policy {
-                CapturePolicy::Pin => Some(lease),
-                CapturePolicy::ReleaseOnRun => {
-                    let data = CapturedUse::leak(lease);
-                    // SAFETY: `data` is never freed (see CapturedUse) and release_captured
-                    // calls no GPU runtime.
-                    match unsafe { self.capture.launch_host_fn(stream, release_captured, data) } {
-                        Ok(()) => None,
-                        // SAFETY: no host node refers to `data`: the launch failed.
-                        Err(_) => unsafe { CapturedUse::reclaim(data) },
-                    }
-                }
+            let mut s = v.settings.lock();
+            let pin = match self.policy {
+                CapturePolicy::Pin => true,
+                CapturePolicy::ReleaseOnRun => false,
+                CapturePolicy::Auto => !s.pinned.is_empty() || self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit,
             };
-            if let Some(lease) = lease {
-                v.settings.lock().pinned.push(lease);
+            if pin {
+                // One lease per distinct real plan keeps it alive for every captured use.
+                if s.pinned.iter().any(|l| l.plan() == lease.plan()) {
+                    drop(lease);
+                } else {
+                    if s.pinned.is_empty() {
+                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                    }
+                    s.pinned.push(lease);
+                }
+                return Ok(());
+            }
+            drop(s);
+            let data = CapturedUse::leak(lease);
+            // SAFETY: `data` is never freed (see CapturedUse) and release_captured calls no
+            // GPU runtime.
+            if unsafe { self.capture.launch_host_fn(stream, release_captured, data) }.is_err() {
+                // No host node: pin the lease instead, so it is never released under the graph.
+                // SAFETY: no host node refers to `data`: the launch failed.
+                if let Some(lease) = unsafe { CapturedUse::reclaim(data) } {
+                    let mut s = v.settings.lock();
+                    if s.pinned.is_empty() {
+                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                    }
+                    s.pinned.push(lease);
+                }
             }
             return Ok(());
         }
@@ -722,7 +752,9 @@ impl Engine {
             "captured_released": CAPTURED_RELEASED.load(Ordering::Relaxed),
             "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
-            "capture_policy": match self.policy { CapturePolicy::Pin => "pin", CapturePolicy::ReleaseOnRun => "release-on-run" },
+            "capture_policy": self.policy.name(),
+            "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
+            "capture_pin_limit": self.pin_limit,
             "failures": FAILURES.load(Ordering::Relaxed),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
             "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),

@@ -167,8 +167,24 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
         ("LD_PRELOAD", lib.to_str().unwrap()),
         ("HIPFFT_POOL_METRICS_OUT", end.to_str().unwrap()),
         ("HIPFFT_POOL_LIVE_CEILING", "4"),
+        ("HIPFFT_POOL_CAPTURE", "release-on-run"),
     ];
     let plugin = dir.join("libplugin.so");
+    // Pinned (the default policy while few handles are pinned): no host node, the handle
+    // holds the plan until it is destroyed.
+    let pinned_end = dir.join("pinned.json");
+    let pinned_env = [
+        ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("HIPFFT_POOL_METRICS_OUT", pinned_end.to_str().unwrap()),
+        ("HIPFFT_POOL_LIVE_CEILING", "4"),
+        ("STUB_EXPECT_NODES", "0"),
+    ];
+    let o = run(&exe, &[plugin.to_str().unwrap()], &pinned_env, true);
+    assert!(stdout(&o).contains("ok cuda mode"), "{}", show(&o));
+    let m = metrics(&pinned_end);
+    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_execs"), get(&m, "captured_released")), (Some("auto"), 1, 0), "{m}");
+    assert_eq!(get(&m, "capture_pinned_handles"), 0, "destroying the handle released its pin: {m}");
+    // Released on the graph's run: a host node.
     let o = run(&exe, &[plugin.to_str().unwrap(), mid.to_str().unwrap()], &env, true);
     let s = stdout(&o);
     assert!(s.contains("ok cuda mode"), "{}", show(&o));
