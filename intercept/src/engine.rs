@@ -130,8 +130,14 @@ struct Settings {
     /// A lease taken when the stream or work area was set, outside any capture, for the
     /// next execution (see `prepare`).
     prepared: Option<Lease>,
-    /// Leases of captured executions under `HIPFFT_POOL_CAPTURE=pin`.
+    /// Leases of captured executions that are pinned to the handle (see `capture`).
     pinned: Vec<Lease>,
+    /// The lease of the handle's last (uncaptured) execution, kept for its next one on the
+    /// same stream: a framework executing a handle again pays no acquire and no event. It
+    /// goes back (`release_after` its stream) when the stream changes, the handle is
+    /// destroyed, or the pool's flush hook asks (a miss found the ceiling full).
+    sticky: Option<Lease>,
+    sticky_stream: RawStream,
     last_stream: RawStream,
     /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
@@ -171,6 +177,8 @@ struct Counts {
     prepared_taken: AtomicU64,
     real_plans: AtomicUsize,
     real_plans_peak: AtomicUsize,
+    sticky_uses: AtomicU64,
+    sticky_flushes: AtomicU64,
 }
 
 /// The interposer of one process.
@@ -190,6 +198,8 @@ pub struct Engine {
     /// Handles holding pinned leases of captured executions, and how many may (`auto`).
     pinned_handles: AtomicUsize,
     pin_limit: usize,
+    /// Bumped by the flush hook: an execution that began before keeps no sticky lease.
+    release_generation: AtomicU64,
     counts: Counts,
     /// Leases pinned by destroyed handles while their stream was capturing: never released.
     orphans: Mutex<Vec<Lease>>,
@@ -262,6 +272,13 @@ impl Engine {
             }),
         };
         let pool = Arc::new(PlanPool::new(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?);
+        // A miss at a full ceiling first asks for the sticky leases back (the engine exists
+        // by the time any acquire can miss).
+        pool.set_flush_hook(Some(Arc::new(move || {
+            if let Ok(e) = engine(flavor) {
+                e.release_sticky();
+            }
+        })));
         let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
             Ok(addr) if !addr.is_empty() => match MetricsServer::start(&addr, &pool) {
                 Ok(s) => Some(s),
@@ -288,6 +305,7 @@ impl Engine {
             prepared_limit: (ceiling / 2).max(1),
             pinned_handles: AtomicUsize::new(0),
             pin_limit,
+            release_generation: AtomicU64::new(0),
             counts: Counts::default(),
             orphans: Mutex::new(Vec::new()),
             library,
@@ -352,6 +370,8 @@ impl Engine {
                 auto_allocation: true,
                 prepared: None,
                 pinned: Vec::new(),
+                sticky: None,
+                sticky_stream: RawStream::NULL,
                 last_stream: RawStream::NULL,
                 real: None,
             }),
@@ -379,7 +399,11 @@ impl Engine {
         }
         let stream = s.last_stream;
         let pinned = std::mem::take(&mut s.pinned);
+        let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
         drop(s);
+        if let Some((lease, stream)) = sticky {
+            self.release_after(lease, stream);
+        }
         if !pinned.is_empty() {
             self.pinned_handles.fetch_sub(1, Ordering::Relaxed);
             if self.capture.is_capturing(stream).unwrap_or(true) {
@@ -538,6 +562,9 @@ impl Engine {
     /// the ceiling is held this way at once.
     fn prepare(&self, s: &mut Settings) {
         let Some(desc) = s.desc else { return };
+        if s.sticky.is_some() && s.sticky_stream == s.stream {
+            return;
+        }
         if s.prepared.is_some() || !matches!(self.capture.is_capturing(s.stream), Ok(false)) {
             return;
         }
@@ -611,12 +638,19 @@ impl Engine {
             s.stream_registered = true;
         }
         let capturing = self.capture.is_capturing(stream).map_err(|e| Fail::from_pool(&e))?;
-        let lease = match s.prepared.take() {
-            Some(l) => {
-                self.prepared.fetch_sub(1, Ordering::Relaxed);
-                self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
-                l
+        let generation = self.release_generation.load(Ordering::Acquire);
+        let mut sticky = s.sticky.take();
+        if sticky.is_some() && s.sticky_stream != stream {
+            let old = s.sticky_stream;
+            if let Some(l) = sticky.take() {
+                self.release_after(l, old);
             }
+        }
+        let lease = match sticky.or_else(|| s.prepared.take().inspect(|_| {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+            self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
+        })) {
+            Some(l) => l,
             None if capturing => {
                 self.counts.capture_misses.fetch_add(1, Ordering::Relaxed);
                 return Err(Fail::new(
@@ -700,8 +734,32 @@ impl Engine {
         if let Area::Arena(b) = area {
             self.arena.give_after(&*self.rt, b, stream);
         }
-        self.release_after(lease, stream);
+        let mut s = v.settings.lock();
+        if self.release_generation.load(Ordering::Acquire) == generation && s.sticky.is_none() {
+            self.counts.sticky_uses.fetch_add(1, Ordering::Relaxed);
+            s.sticky = Some(lease);
+            s.sticky_stream = stream;
+        } else {
+            drop(s);
+            self.release_after(lease, stream);
+        }
         Ok(())
+    }
+
+    /// The flush hook: every sticky lease goes back, released once its stream's work is done.
+    /// A handle in use right now is skipped; its execution releases when it ends.
+    pub fn release_sticky(&self) {
+        self.release_generation.fetch_add(1, Ordering::AcqRel);
+        self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
+        let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
+        for v in handles {
+            let Some(mut s) = v.settings.try_lock() else { continue };
+            if let Some(lease) = s.sticky.take() {
+                let stream = s.sticky_stream;
+                drop(s);
+                self.release_after(lease, stream);
+            }
+        }
     }
 
     /// `hfp_intercept_synchronize`: waits for every stream an execution was enqueued on.
@@ -748,6 +806,8 @@ impl Engine {
             "plans_made": self.counts.plans.load(Ordering::Relaxed),
             "execs": self.counts.execs.load(Ordering::Relaxed),
             "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
+            "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
+            "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
             "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
             "captured_released": CAPTURED_RELEASED.load(Ordering::Relaxed),
             "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),

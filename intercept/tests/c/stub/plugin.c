@@ -20,6 +20,7 @@ int cudaStreamCreateWithFlags(void **s, unsigned f);
 void stub_begin_capture(void);
 void stub_end_capture(void);
 int stub_graph_launch(void);
+void stub_graph_reset(void);
 int stub_mode_exchanges(void);
 long hfp_intercept_virtual_handles_live(void);
 int hfp_intercept_write_metrics(const char *path);
@@ -65,12 +66,24 @@ int plugin_run(const char *metrics_mid) {
   int nodes = stub_graph_launch();
   const char *want = getenv("STUB_EXPECT_NODES");
   EXPECT(nodes == (want ? atoi(want) : 1));
+  stub_graph_reset();
   printf("ok a captured execution added a host node; the graph ran it (%d node)\n", nodes);
-  /* a captured exec with nothing prepared is refused, not created inside the capture */
+  /* an executed handle keeps its lease for the next execution on its stream (sticky), so a
+     capture finds it at hand */
   stub_begin_capture();
-  int r = cufftXtExec(h[1], in, out, -1);
+  CK(cufftXtExec(h[1], in, out, -1));
+  stub_end_capture();
+  stub_graph_launch();
+  /* a captured exec with nothing prepared is refused, not created inside the capture */
+  int hx;
+  CK(cufftCreate(&hx));
+  long long nx = 128, iex = 128, oex = 65;
+  CK(cufftXtMakePlanMany(hx, 1, &nx, &iex, 1, 128, 0, &oex, 1, 65, 4, 1, &ws, 0));
+  stub_begin_capture();
+  int r = cufftXtExec(hx, in, out, -1);
   stub_end_capture();
   EXPECT(r == 5);
+  CK(cufftDestroy(hx));
   printf("ok a captured execution without a prepared plan -> %d\n", r);
   EXPECT(stub_mode_exchanges() > 0);
   for (int i = 0; i < 8; i++) CK(cufftDestroy(h[i]));

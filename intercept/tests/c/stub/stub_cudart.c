@@ -40,3 +40,4 @@ void stub_begin_capture(void) { stub_capturing = 1; }
 void stub_end_capture(void) { stub_capturing = 0; }
 int stub_graph_launch(void) { for (int i = 0; i < nodes; i++) nodes_fn[i](nodes_data[i]); return nodes; }
 int stub_mode_exchanges(void) { return mode_exchanges; }
+void stub_graph_reset(void) { nodes = 0; }
