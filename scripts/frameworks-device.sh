@@ -59,7 +59,7 @@ pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
   run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
-  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','own_real_plans_peak','failures','library')})" "$logs/$name.metrics.json")"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures')})" "$logs/$name.metrics.json")"
 }
 
 finish() {
@@ -98,10 +98,19 @@ mlx)
   for c in 128 26 12; do
     pre "mlx-test-pool-c$c" 120 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
   done
+  # test_fft_vmap at ceiling 12, repeated, under each capture policy, and natively
+  for i in 1 2; do
+    run "mlx-vmap-native-$i" 60 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    pre "mlx-vmap-pool-c12-auto-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    HIPFFT_POOL_CAPTURE=release-on-run pre "mlx-vmap-pool-c12-release-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    HIPFFT_POOL_CAPTURE=pin pre "mlx-vmap-pool-c128-pin-$i" 60 128 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+  done
   b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
   run mlx-cycle-native-cache128 60 $b
   pre mlx-cycle-pool-cache128 60 128 $b
+  HIPFFT_POOL_CAPTURE=release-on-run pre mlx-cycle-pool-cache128-release 60 128 $b
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8-again 60 $b --cycles 60
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
   ;;

@@ -201,8 +201,12 @@ pub struct Engine {
     /// Bumped by the flush hook: an execution that began before keeps no sticky lease.
     release_generation: AtomicU64,
     counts: Counts,
-    /// Leases pinned by destroyed handles while their stream was capturing: never released.
-    orphans: Mutex<Vec<Lease>>,
+    /// Leases whose release waits for a moment their stream is not capturing: a handle
+    /// destroyed (or a sticky lease taken back) from another thread must not record an event
+    /// on a stream that the framework's own thread may be capturing (the record would join,
+    /// or break, that capture). Drained by the next call that sets or executes on that stream
+    /// outside a capture, by synchronize, and by the flush hook.
+    deferred: Mutex<Vec<(Lease, RawStream)>>,
     library: String,
     _server: Option<MetricsServer>,
 }
@@ -307,7 +311,7 @@ impl Engine {
             pin_limit,
             release_generation: AtomicU64::new(0),
             counts: Counts::default(),
-            orphans: Mutex::new(Vec::new()),
+            deferred: Mutex::new(Vec::new()),
             library,
             _server: server,
         })
@@ -401,19 +405,18 @@ impl Engine {
         let pinned = std::mem::take(&mut s.pinned);
         let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
         drop(s);
-        if let Some((lease, stream)) = sticky {
-            self.release_after(lease, stream);
-        }
         if !pinned.is_empty() {
             self.pinned_handles.fetch_sub(1, Ordering::Relaxed);
-            if self.capture.is_capturing(stream).unwrap_or(true) {
-                self.orphans.lock().extend(pinned);
-            } else {
-                for lease in pinned {
-                    self.release_after(lease, stream);
-                }
-            }
         }
+        if exiting() {
+            // The runtime may be torn down already: the process is ending, leak them.
+            std::mem::forget(pinned);
+            std::mem::forget(sticky);
+            return Ok(real);
+        }
+        let mut deferred = self.deferred.lock();
+        deferred.extend(sticky);
+        deferred.extend(pinned.into_iter().map(|l| (l, stream)));
         Ok(real)
     }
 
@@ -561,6 +564,9 @@ impl Engine {
     /// Frameworks set the stream (and work area) right before each execution; at most half
     /// the ceiling is held this way at once.
     fn prepare(&self, s: &mut Settings) {
+        if matches!(self.capture.is_capturing(s.stream), Ok(false)) {
+            self.drain_deferred(Some(s.stream));
+        }
         let Some(desc) = s.desc else { return };
         if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
@@ -578,6 +584,26 @@ impl Engine {
             Err(_) => {
                 self.prepared.fetch_sub(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Releases the deferred leases of `only` (all streams for `None`) whose stream is not
+    /// capturing now (each after the work enqueued on it so far).
+    fn drain_deferred(&self, only: Option<RawStream>) {
+        let ready: Vec<(Lease, RawStream)> = {
+            let mut d = self.deferred.lock();
+            if d.is_empty() {
+                return;
+            }
+            let all = std::mem::take(&mut *d);
+            let (ready, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| {
+                only.is_none_or(|o| o == *st) && matches!(self.capture.is_capturing(*st), Ok(false))
+            });
+            *d = keep;
+            ready
+        };
+        for (lease, stream) in ready {
+            self.release_after(lease, stream);
         }
     }
 
@@ -643,8 +669,11 @@ impl Engine {
         if sticky.is_some() && s.sticky_stream != stream {
             let old = s.sticky_stream;
             if let Some(l) = sticky.take() {
-                self.release_after(l, old);
+                self.deferred.lock().push((l, old));
             }
+        }
+        if !capturing {
+            self.drain_deferred(Some(stream));
         }
         let lease = match sticky.or_else(|| s.prepared.take().inspect(|_| {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
@@ -757,13 +786,15 @@ impl Engine {
             if let Some(lease) = s.sticky.take() {
                 let stream = s.sticky_stream;
                 drop(s);
-                self.release_after(lease, stream);
+                self.deferred.lock().push((lease, stream));
             }
         }
+        self.drain_deferred(None);
     }
 
     /// `hfp_intercept_synchronize`: waits for every stream an execution was enqueued on.
     pub fn synchronize(&self) -> Result<(), Fail> {
+        self.drain_deferred(None);
         let streams: Vec<(i32, usize)> = self.streams.lock().iter().copied().collect();
         for (device, stream) in streams {
             with_device(&*self.rt, device, || self.rt.stream_synchronize(RawStream(stream))).map_err(|e| Fail::from_pool(&e))?;
@@ -816,6 +847,7 @@ impl Engine {
             "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
             "capture_pin_limit": self.pin_limit,
             "failures": FAILURES.load(Ordering::Relaxed),
+            "deferred_releases": self.deferred.lock().len(),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
             "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),
             "auto_area_bytes": self.arena.bytes(),
@@ -835,12 +867,21 @@ impl Engine {
 }
 
 static EXIT_ENGINE: AtomicBool = AtomicBool::new(false);
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is exiting (our exit hook ran): from then on no lease is released
+/// through the GPU runtime, which may already be torn down (a framework's static
+/// destructors still call cufftDestroy).
+pub fn exiting() -> bool {
+    EXITING.load(Ordering::Acquire)
+}
 
 fn register_exit_hook() {
     if EXIT_ENGINE.swap(true, Ordering::SeqCst) {
         return;
     }
     extern "C" fn at_exit() {
+        EXITING.store(true, Ordering::Release);
         let _ = std::panic::catch_unwind(write_metrics_out);
     }
     // SAFETY: registers a plain function; it only reads counters and writes a file.

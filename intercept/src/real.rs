@@ -200,7 +200,7 @@ mod tests {
         let objects = mapped_objects();
         assert!(objects.iter().any(|p| p.to_string_lossy().contains("libc.so")), "{objects:?}");
         let own = own_path().expect("dladdr finds this test binary");
-        assert!(is_ours(is_ours as usize));
+        assert!(is_ours(is_ours as *const () as usize));
         assert!(!own.as_os_str().is_empty());
     }
 
