@@ -10,6 +10,8 @@
 # HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part
 # (e.g. HFP_GPU_BENCH_ARGS="--runtime sim --cycles 20" to try the script without a GPU).
 set -uo pipefail
+# A GPU part that finds no GPU fails instead of reporting itself skipped.
+export HIPFFT_POOL_REQUIRE_GPU=1
 cd "$(dirname "$0")/.."
 root=$PWD
 bin=${HFP_BENCH_DIR:-$root/.device/bench}

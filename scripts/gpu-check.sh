@@ -9,9 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.device/gpu
 rm -rf "$out"; mkdir -p "$out"
-cargo build --release --features cuda --bin hipfft-pool
+cargo build --release -p hipfft-pool-cli --features cuda
 cargo build --release -p hip-shim --features cuda
-msgs=$(cargo test --release --features cuda --no-run --message-format=json --test gpu --test cuda_gpu 2>/dev/null)
+msgs=$(cargo test --release -p hipfft-pool-cli --features cuda --no-run --message-format=json --test gpu 2>/dev/null
+      cargo test --release -p hipfft-pool --features cuda --no-run --message-format=json --test cuda_gpu 2>/dev/null)
 for t in gpu cuda_gpu; do
   exe=$(echo "$msgs" | python3 -c "import sys,json
 for l in sys.stdin:

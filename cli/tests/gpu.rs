@@ -5,7 +5,8 @@
 //!     MLX_ROCM_FFT_CACHE_SIZE=128 cargo test --release --features rocm fft
 //! `HIPFFT_POOL_GPU_RUNTIME=hip|cuda` picks the runtime (default: hip with `rocm`, else cuda);
 //! `hip` loads hipFFT by the usual search order, so hip-shim built over CUDA can stand in.
-//! Without a GPU every test prints why it was skipped.
+//! Without a GPU every test prints why it was skipped; with `HIPFFT_POOL_REQUIRE_GPU=1` (the
+//! device scripts set it) a skip fails the test instead.
 #![cfg(any(feature = "cuda", feature = "rocm"))]
 
 use std::io::Read;
@@ -28,7 +29,7 @@ fn gpu() -> Option<Arc<dyn Runtime>> {
     match hipfft_pool::runtime::select::open(choice) {
         Ok(s) => Some(s.runtime),
         Err(e) => {
-            println!("skipped: no {name} GPU runtime: {e}");
+            hipfft_pool::check::skip_without_gpu(&format!("no {name} GPU runtime: {e}"));
             None
         }
     }
@@ -155,7 +156,7 @@ fn fft_two_gpus_probe_at_once_and_cross_device_destroys() {
     let Some(rt) = gpu() else { return };
     let devices = rt.device_count().unwrap_or(0);
     if devices < 2 {
-        println!("skipped: {devices} GPU(s); this test needs two");
+        hipfft_pool::check::skip_without_gpu(&format!("{devices} GPU(s); this test needs two"));
         return;
     }
     let audited = Arc::new(AuditedRuntime::new(rt));

@@ -14,3 +14,13 @@ pub mod buffer;
 pub mod correctness;
 pub mod probe;
 pub mod reference;
+
+/// Reports a GPU test that cannot run here. With `HIPFFT_POOL_REQUIRE_GPU=1` (every device
+/// script sets it) a skip is a failure: this panics with `reason`, so a GPU run that found no
+/// GPU cannot pass. Otherwise (CI has no GPU) it prints `skipped: reason` and returns.
+pub fn skip_without_gpu(reason: &str) {
+    if std::env::var("HIPFFT_POOL_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("HIPFFT_POOL_REQUIRE_GPU=1 but this GPU test cannot run: {reason}");
+    }
+    println!("skipped: {reason}");
+}
