@@ -71,6 +71,9 @@ note "== $phase $(date -u +%FT%TZ) commit $(cat "$dir/run/COMMIT" 2>/dev/null ||
 nvidia-smi -L 2>&1 | tee -a "$summary"
 
 case $phase in
+keep)
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ && note "kept mlx.part.aa"
+  ;;
 torch)
   # Keep MLX's first part for the next call (the machine stays warm 30 s between calls).
   mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
@@ -99,7 +102,7 @@ mlx)
     pre "mlx-test-pool-c$c" 120 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
   done
   # test_fft_vmap at ceiling 12, repeated, under each capture policy, and natively
-  for i in 1 2; do
+  for i in $([ -n "${QUICK:-}" ] || echo 1 2); do
     run "mlx-vmap-native-$i" 60 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
     pre "mlx-vmap-pool-c12-auto-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
     HIPFFT_POOL_CAPTURE=release-on-run pre "mlx-vmap-pool-c12-release-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap

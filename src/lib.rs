@@ -44,7 +44,7 @@ pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;
 pub use runtime::sim::{SimConfig, SimRuntime};
 pub use runtime::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
