@@ -25,37 +25,8 @@
 
 use std::ffi::c_void;
 
-use hipfft_pool::{Error, Lease, RawStream, Result};
+use hipfft_pool::Lease;
 use parking_lot::Mutex;
-
-/// A host function as CUDA and HIP take it (`cudaHostFn_t`).
-pub type HostFn = unsafe extern "C" fn(*mut c_void);
-
-/// What the interposer needs of a runtime beyond [`hipfft_pool::Runtime`].
-pub trait Capture: Send + Sync {
-    /// Whether work enqueued on `stream` now is captured into a graph, not run.
-    fn is_capturing(&self, stream: RawStream) -> Result<bool>;
-
-    /// Enqueues `f(data)` after the work enqueued so far on `stream`; on a capturing stream
-    /// it becomes a host node that runs each time the graph runs.
-    ///
-    /// # Safety
-    /// `data` must stay valid for every run of `f`, and `f` must not call the GPU runtime.
-    unsafe fn launch_host_fn(&self, stream: RawStream, f: HostFn, data: *mut c_void) -> Result<()>;
-}
-
-/// A runtime without graphs: nothing is ever captured.
-pub struct NoCapture;
-
-impl Capture for NoCapture {
-    fn is_capturing(&self, _stream: RawStream) -> Result<bool> {
-        Ok(false)
-    }
-
-    unsafe fn launch_host_fn(&self, _stream: RawStream, _f: HostFn, _data: *mut c_void) -> Result<()> {
-        Err(Error::Unavailable("this runtime has no host functions".into()))
-    }
-}
 
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

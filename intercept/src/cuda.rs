@@ -16,11 +16,11 @@
 use std::ffi::{CStr, c_int, c_longlong, c_uint, c_void};
 
 use hipfft_pool::{
-    Api, CreatedPlan, DevicePtr, Direction, Error, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Result, Runtime,
+    Api, CreatedPlan, DevicePtr, Direction, HostCall, Error, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Result, Runtime,
     RuntimeCode, RuntimeInfo, RuntimeKind, TransformType,
 };
 
-use crate::capture::{Capture, HostFn};
+type HostFn = unsafe extern "C" fn(*mut c_void);
 use crate::real::{self, RealLib};
 
 type Stream = *mut c_void;
@@ -488,9 +488,17 @@ impl Runtime for CudaBackend {
             (self.rt.memcpy_async)(dst.as_ptr(), src.as_ptr(), bytes, MEMCPY_DEVICE_TO_DEVICE, stream(s))
         })
     }
+
+    fn stream_is_capturing(&self, s: RawStream) -> Result<bool> {
+        self.is_capturing(s)
+    }
+
+    fn launch_host_fn(&self, s: RawStream, call: HostCall) -> Result<()> {
+        self.host_fn(s, call)
+    }
 }
 
-impl Capture for CudaBackend {
+impl CudaBackend {
     fn is_capturing(&self, s: RawStream) -> Result<bool> {
         let mut status = CAPTURE_STATUS_NONE;
         // SAFETY: writes one enum; allowed on a capturing stream.
@@ -498,8 +506,8 @@ impl Capture for CudaBackend {
         Ok(status != CAPTURE_STATUS_NONE)
     }
 
-    unsafe fn launch_host_fn(&self, s: RawStream, f: HostFn, data: *mut c_void) -> Result<()> {
-        // SAFETY: the caller keeps `data` valid for every run of `f` (see the trait).
-        self.cuda("cudaLaunchHostFunc", unsafe { (self.rt.launch_host_func)(stream(s), f, data) })
+    fn host_fn(&self, s: RawStream, call: HostCall) -> Result<()> {
+        // SAFETY: HostCall::new's contract keeps the data valid for every run.
+        self.cuda("cudaLaunchHostFunc", unsafe { (self.rt.launch_host_func)(stream(s), call.function(), call.data()) })
     }
 }

@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{Capture, CapturePolicy, CapturedUse, NoCapture, release_captured};
+use crate::capture::{CapturePolicy, CapturedUse, release_captured};
 use crate::codes::{Fail, Flavor, code};
 
 /// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
@@ -186,7 +186,6 @@ pub struct Engine {
     pub flavor: Flavor,
     pool: Arc<PlanPool>,
     rt: Arc<dyn Runtime>,
-    capture: Arc<dyn Capture>,
     sim: Option<Arc<SimRuntime>>,
     handles: RwLock<FxHashMap<u64, Arc<VirtualPlan>>>,
     next: AtomicU64,
@@ -240,20 +239,20 @@ impl Engine {
         let (budget, w) = Arena::budget_from_env();
         w.iter().for_each(|w| warn(w));
         let mut sim = None;
-        let (rt, capture, library): (Arc<dyn Runtime>, Arc<dyn Capture>, String) = match (config.runtime, flavor) {
+        let (rt, library): (Arc<dyn Runtime>, String) = match (config.runtime, flavor) {
             (RuntimeChoice::Sim, _) => {
                 let s = Arc::new(SimRuntime::from_env());
                 sim = Some(s.clone());
-                (s, Arc::new(NoCapture), "simulated".into())
+                (s, "simulated".into())
             }
             (RuntimeChoice::Auto | RuntimeChoice::Cuda, Flavor::Cufft) => {
                 let b = Arc::new(crate::cuda::CudaBackend::load().map_err(|e| Fail::from_pool(&e))?);
                 let lib = b.cufft_path().to_string();
-                (b.clone(), b, lib)
+                (b, lib)
             }
             (RuntimeChoice::Auto | RuntimeChoice::Hip, Flavor::Hipfft) => {
                 let h = hipfft_pool::runtime::hip::HipRuntime::load().map_err(|e| Fail::from_pool(&e))?;
-                (Arc::new(h), Arc::new(NoCapture), "hipFFT".into())
+                (Arc::new(h), "hipFFT".into())
             }
             (choice, flavor) => {
                 return Err(Fail::new(
@@ -298,7 +297,6 @@ impl Engine {
             flavor,
             pool,
             rt,
-            capture,
             sim,
             handles: RwLock::new(FxHashMap::default()),
             next: AtomicU64::new(0),
@@ -564,14 +562,14 @@ impl Engine {
     /// Frameworks set the stream (and work area) right before each execution; at most half
     /// the ceiling is held this way at once.
     fn prepare(&self, s: &mut Settings) {
-        if matches!(self.capture.is_capturing(s.stream), Ok(false)) {
+        if matches!(self.rt.stream_is_capturing(s.stream), Ok(false)) {
             self.drain_deferred(Some(s.stream));
         }
         let Some(desc) = s.desc else { return };
         if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
         }
-        if s.prepared.is_some() || !matches!(self.capture.is_capturing(s.stream), Ok(false)) {
+        if s.prepared.is_some() || !matches!(self.rt.stream_is_capturing(s.stream), Ok(false)) {
             return;
         }
         if self.prepared.fetch_add(1, Ordering::Relaxed) >= self.prepared_limit {
@@ -597,7 +595,7 @@ impl Engine {
             }
             let all = std::mem::take(&mut *d);
             let (ready, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| {
-                only.is_none_or(|o| o == *st) && matches!(self.capture.is_capturing(*st), Ok(false))
+                only.is_none_or(|o| o == *st) && matches!(self.rt.stream_is_capturing(*st), Ok(false))
             });
             *d = keep;
             ready
@@ -663,7 +661,7 @@ impl Engine {
             self.register_stream(desc.device, stream);
             s.stream_registered = true;
         }
-        let capturing = self.capture.is_capturing(stream).map_err(|e| Fail::from_pool(&e))?;
+        let capturing = self.rt.stream_is_capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();
         if sticky.is_some() && s.sticky_stream != stream {
@@ -745,9 +743,10 @@ impl Engine {
             }
             drop(s);
             let data = CapturedUse::leak(lease);
-            // SAFETY: `data` is never freed (see CapturedUse) and release_captured calls no
-            // GPU runtime.
-            if unsafe { self.capture.launch_host_fn(stream, release_captured, data) }.is_err() {
+            // SAFETY: `data` is never freed (see CapturedUse), release_captured may run on any
+            // thread and calls no GPU runtime.
+            let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
+            if self.rt.launch_host_fn(stream, call).is_err() {
                 // No host node: pin the lease instead, so it is never released under the graph.
                 // SAFETY: no host node refers to `data`: the launch failed.
                 if let Some(lease) = unsafe { CapturedUse::reclaim(data) } {

@@ -129,6 +129,41 @@ macro_rules! export_common {
             unsafe { $crate::stream_create($flavor, stream) }
         }
 
+        /// int hfp_intercept_sim_begin_capture(void *stream): starts a graph capture on the
+        /// simulated runtime (tests of captured executions); 0 or -1.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_begin_capture(stream: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::sim_capture($flavor, stream, |sim, s| sim.begin_capture(s))
+        }
+
+        /// int hfp_intercept_sim_end_capture(void *stream, void **graph): ends it; `*graph`
+        /// is the captured graph (free it with hfp_intercept_sim_graph_destroy); 0 or -1.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_end_capture(stream: *mut ::std::ffi::c_void, graph: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::sim_end_capture($flavor, stream, graph) }
+        }
+
+        /// int hfp_intercept_sim_graph_launch(void *graph, void *stream): 0 or -1.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_launch(graph: *mut ::std::ffi::c_void, stream: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::sim_graph_launch($flavor, graph, stream) }
+        }
+
+        /// void hfp_intercept_sim_graph_destroy(void *graph).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_destroy(graph: *mut ::std::ffi::c_void) {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::sim_graph_destroy(graph) }
+        }
+
+        /// long hfp_intercept_sim_violations(void): misuses the simulated runtime recorded; -1 off the sim.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_violations() -> ::std::ffi::c_long {
+            $crate::sim_count(|s| s.violations().len())
+        }
+
         /// int hfp_intercept_write_metrics(const char *path): the metrics JSON, now.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn hfp_intercept_write_metrics(path: *const ::std::ffi::c_char) -> ::std::ffi::c_int {
@@ -165,7 +200,8 @@ pub fn sim_peak_live_handles() -> c_long {
     sim_count(|s| s.peak_live_handles())
 }
 
-fn sim_count(f: fn(&hipfft_pool::SimRuntime) -> usize) -> c_long {
+/// Applies `f` to the simulated runtime's counts; -1 off the sim.
+pub fn sim_count(f: fn(&hipfft_pool::SimRuntime) -> usize) -> c_long {
     std::panic::catch_unwind(|| {
         let Some(fl) = engine::flavor() else { return -1 };
         match engine(fl).ok().and_then(|e| e.sim().cloned()) {
@@ -214,4 +250,49 @@ pub unsafe fn write_metrics(flavor: Flavor, path: *const c_char) -> c_int {
         let json = engine(flavor)?.metrics_json();
         std::fs::write(&p, json + "\n").map_err(|e| Fail::new(code::INTERNAL_ERROR, format!("{p}: {e}")))
     })
+}
+
+fn sim_of(flavor: Flavor) -> Result<std::sync::Arc<hipfft_pool::SimRuntime>, Fail> {
+    engine(flavor)?.sim().cloned().ok_or_else(|| Fail::new(code::SETUP_FAILED, "not on the simulated runtime (HIPFFT_POOL_RUNTIME=sim)"))
+}
+
+/// A capture call on the simulated runtime.
+pub fn sim_capture(flavor: Flavor, stream: *mut c_void, f: fn(&hipfft_pool::SimRuntime, hipfft_pool::RawStream) -> hipfft_pool::Result<()>) -> c_int {
+    entry::serve_plain("hfp_intercept_sim_capture", || {
+        let sim = sim_of(flavor)?;
+        f(&sim, hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))
+    })
+}
+
+/// # Safety
+/// `graph` is null or valid for one pointer write.
+pub unsafe fn sim_end_capture(flavor: Flavor, stream: *mut c_void, graph: *mut *mut c_void) -> c_int {
+    entry::serve_plain("hfp_intercept_sim_end_capture", || {
+        let g = sim_of(flavor)?.end_capture(hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))?;
+        let raw = Box::into_raw(Box::new(g)) as *mut c_void;
+        // SAFETY: the caller's contract.
+        unsafe { write_out(graph, "graph", raw) }
+    })
+}
+
+/// # Safety
+/// `graph` came from [`sim_end_capture`] and was not destroyed.
+pub unsafe fn sim_graph_launch(flavor: Flavor, graph: *mut c_void, stream: *mut c_void) -> c_int {
+    entry::serve_plain("hfp_intercept_sim_graph_launch", || {
+        if graph.is_null() {
+            return Err(Fail::invalid("graph", "null pointer"));
+        }
+        // SAFETY: the caller's contract.
+        let g = unsafe { &*(graph as *const hipfft_pool::runtime::sim::SimGraph) };
+        sim_of(flavor)?.graph_launch(g, hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))
+    })
+}
+
+/// # Safety
+/// `graph` is null or came from [`sim_end_capture`] and was not destroyed.
+pub unsafe fn sim_graph_destroy(graph: *mut c_void) {
+    if !graph.is_null() {
+        // SAFETY: the caller's contract.
+        drop(unsafe { Box::from_raw(graph as *mut hipfft_pool::runtime::sim::SimGraph) });
+    }
 }

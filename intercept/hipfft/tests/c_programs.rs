@@ -137,3 +137,36 @@ fn only_hipfft_names_and_hfp_intercept_are_exported() {
         assert!(names.iter().any(|n| n == want), "{want} is not exported: {names:?}");
     }
 }
+
+/// Executions captured into graphs on the simulated runtime's capture model, under each
+/// capture policy and a ceiling of 4: every captured transform gives the right numbers at
+/// each launch, a plan not prepared before the capture is refused, and the sim records no
+/// misuse (no plan made or destroyed and no event recorded inside a capture, no graph run
+/// on a destroyed plan).
+#[test]
+fn captured_executions_hold_their_plans_until_the_graph_ran() {
+    for policy in ["auto", "release-on-run", "pin"] {
+        let dir = work_dir(&format!("{LIB}_capture_{policy}"));
+        let out = dir.join("m.json");
+        let env = [
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_LIVE_CEILING", "4"),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
+            ("HIPFFT_POOL_CAPTURE", policy),
+            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+        ];
+        let o = run(program(), &["capture", "16"], &env, true);
+        assert!(stdout(&o).contains("ok 16 captured handles"), "{policy}: {}", show(&o));
+        let m = metrics(&out);
+        assert!(get(&m, "sim_peak_live_handles") <= 4, "{policy}: {m}");
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
+        assert_eq!(get(&m, "captured_execs"), 17, "{policy}: {m}");
+        assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
+        let released = get(&m, "captured_released");
+        match policy {
+            "release-on-run" => assert_eq!(released, 17, "{m}"),
+            "pin" => assert_eq!(released, 0, "{m}"),
+            _ => {}
+        }
+    }
+}

@@ -76,5 +76,10 @@ long hfp_intercept_sim_peak_live_handles(void);
 long hfp_intercept_virtual_handles_live(void);
 int hfp_intercept_stream_create(void **stream);
 int hfp_intercept_write_metrics(const char *path);
+int hfp_intercept_sim_begin_capture(void *stream);
+int hfp_intercept_sim_end_capture(void *stream, void **graph);
+int hfp_intercept_sim_graph_launch(void *graph, void *stream);
+void hfp_intercept_sim_graph_destroy(void *graph);
+long hfp_intercept_sim_violations(void);
 
 #endif

@@ -7,7 +7,8 @@
  *   fft_sim handles N    N virtual handles of distinct shapes, executed in rounds
  *   fft_sim threads T    T threads, each with its own stream and handles
  *   fft_sim errors       bad arguments give the library's codes and a message
- *   fft_sim worksizes    the work size reported at plan time is the real one, and is used */
+ *   fft_sim worksizes    the work size reported at plan time is the real one, and is used
+ *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -418,6 +419,100 @@ static int worksizes(void) {
   return failures;
 }
 
+/* One C2C n-point transform of `batch` rows through `plan` on `stream`, captured into a graph
+ * that is launched twice; the output is checked after each launch. */
+static void captured(handle_t plan, void *stream, int n, int batch, const char *what) {
+  int dims[1] = {n};
+  cplx *x = calloc((size_t)n * batch, sizeof(cplx)), *y = calloc((size_t)n * batch, sizeof(cplx));
+  float *in = calloc((size_t)n * batch * 2, sizeof(float)), *out = calloc((size_t)n * batch * 2, sizeof(float));
+  double *want = calloc((size_t)n * batch * 2, sizeof(double));
+  for (int i = 0; i < n * batch; i++) {
+    x[i].re = rnd(); x[i].im = rnd();
+    in[2 * i] = (float)x[i].re; in[2 * i + 1] = (float)x[i].im;
+  }
+  dft(x, y, dims, 1, batch, -1);
+  for (int i = 0; i < n * batch; i++) { want[2 * i] = y[i].re; want[2 * i + 1] = y[i].im; }
+  OK(FFT(SetStream)(plan, stream)); /* outside the capture: the interposer prepares the plan */
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "%s: begin capture", what);
+  CHECK(FFT(ExecC2C)(plan, in, out, DIR_FORWARD) == R_SUCCESS, "%s: captured exec", what);
+  void *graph = NULL;
+  CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "%s: end capture", what);
+  hfp_intercept_synchronize();
+  CHECK(out[0] == 0.0f && out[1] == 0.0f, "%s: the transform ran before its graph was launched", what);
+  for (int launch = 0; launch < 2; launch++) {
+    memset(out, 0, sizeof(float) * n * batch * 2);
+    CHECK(hfp_intercept_sim_graph_launch(graph, stream) == 0, "%s: launch", what);
+    CHECK(hfp_intercept_synchronize() == 0, "%s: synchronize", what);
+    double e = rel_err(out, 0, want, n * batch * 2);
+    CHECK(e < 1e-4, "%s: launch %d relative error %g", what, launch, e);
+  }
+  hfp_intercept_sim_graph_destroy(graph);
+  free(x); free(y); free(in); free(out); free(want);
+}
+
+/* A C2C plan with auto-allocation off and a work area of its own, as frameworks make them. */
+static handle_t own_area_plan(int n, int batch, void **area) {
+  handle_t p;
+  size_t ws = 0;
+  OK(FFT(Create)(&p));
+  OK(FFT(SetAutoAllocation)(p, 0));
+  OK(FFT(MakePlan1d)(p, n, T_C2C, batch, &ws));
+  *area = malloc(ws + 1);
+  OK(FFT(SetWorkArea)(p, *area));
+  return p;
+}
+
+static int capture(int count) {
+  void *stream = NULL;
+  handle_t p;
+  OK(FFT(Create)(&p)); /* the runtime exists from the first call on */
+  CHECK(hfp_intercept_stream_create(&stream) == 0, "stream");
+  /* 1: one handle, captured and launched twice */
+  void *area = NULL;
+  p = own_area_plan(32, 2, &area);
+  captured(p, stream, 32, 2, "one handle");
+  OK(FFT(Destroy)(p));
+  free(area);
+  /* an auto-allocated area cannot live as long as the graph: refused */
+  OK(FFT(Plan1d)(&p, 32, T_C2C, 2));
+  OK(FFT(SetStream)(p, stream));
+  float abuf[128] = {0};
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin");
+  result_t ra = FFT(ExecC2C)(p, abuf, abuf, DIR_FORWARD);
+  void *agraph = NULL;
+  hfp_intercept_sim_end_capture(stream, &agraph);
+  hfp_intercept_sim_graph_destroy(agraph);
+  expect(ra, R_NOT_SUPPORTED, "auto-allocated work area", "captured exec with auto-allocation");
+  OK(FFT(Destroy)(p));
+  /* 2: a plan not prepared before the capture is refused, never created inside it */
+  OK(FFT(Create)(&p));
+  OK(FFT(SetStream)(p, stream));
+  OK(FFT(MakePlan1d)(p, 48, T_C2C, 1, NULL));
+  float buf[96] = {0};
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin");
+  result_t r = FFT(ExecC2C)(p, buf, buf, DIR_FORWARD);
+  void *graph = NULL;
+  hfp_intercept_sim_end_capture(stream, &graph);
+  hfp_intercept_sim_graph_destroy(graph);
+  expect(r, R_INTERNAL_ERROR, "capturing a graph", "captured exec with no plan prepared");
+  OK(FFT(Destroy)(p));
+  /* 3: `count` handles of distinct shapes, each captured, launched, then destroyed (as a
+        framework drops a plan once the work using it completed), under a small ceiling */
+  char what[64];
+  for (int i = 0; i < count; i++) {
+    p = own_area_plan(20 + i, 2, &area);
+    snprintf(what, sizeof what, "handle %d (n=%d)", i, 20 + i);
+    captured(p, stream, 20 + i, 2, what);
+    OK(FFT(Destroy)(p));
+    free(area);
+  }
+  hfp_intercept_synchronize();
+  long v = hfp_intercept_sim_violations();
+  CHECK(v == 0, "the simulated runtime recorded %ld misuses (a plan made, destroyed or an event recorded inside a capture, or a graph run on a destroyed plan)", v);
+  if (failures == 0) printf("ok %d captured handles; sim peak %ld, no misuse\n", count, hfp_intercept_sim_peak_live_handles());
+  return failures;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "numerics";
   int f;
@@ -426,6 +521,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "threads")) f = threads(argc > 2 ? atoi(argv[2]) : 8);
   else if (!strcmp(cmd, "errors")) f = errors();
   else if (!strcmp(cmd, "worksizes")) f = worksizes();
+  else if (!strcmp(cmd, "capture")) f = capture(argc > 2 ? atoi(argv[2]) : 16);
   else { printf("FAIL unknown subcommand %s\n", cmd); return 2; }
   if (argc > 4 && hfp_intercept_write_metrics(argv[4]) != 0) { printf("FAIL metrics\n"); f++; }
   printf("%s %s: %d failures\n", f ? "FAIL" : "ok", cmd, f);
