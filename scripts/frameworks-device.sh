@@ -97,7 +97,7 @@ mlx)
   t=$dir/mlxtests
   cd "$t" || exit 1
   export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
-  run mlx-test-native 120 python3 -m pytest -q -p no:cacheprovider test_fft.py
+  [ -n "${QUICK:-}" ] || run mlx-test-native 120 python3 -m pytest -q -p no:cacheprovider test_fft.py
   for c in 128 26 12; do
     pre "mlx-test-pool-c$c" 120 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
   done
@@ -109,11 +109,13 @@ mlx)
     HIPFFT_POOL_CAPTURE=pin pre "mlx-vmap-pool-c128-pin-$i" 60 128 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
   done
   b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
-  run mlx-cycle-native-cache128 60 $b
+  [ -n "${QUICK:-}" ] || run mlx-cycle-native-cache128 60 $b
   pre mlx-cycle-pool-cache128 60 128 $b
-  HIPFFT_POOL_CAPTURE=release-on-run pre mlx-cycle-pool-cache128-release 60 128 $b
-  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
-  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8-again 60 $b --cycles 60
+  if [ -z "${QUICK:-}" ]; then
+    HIPFFT_POOL_CAPTURE=release-on-run pre mlx-cycle-pool-cache128-release 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8-again 60 $b --cycles 60
+  fi
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
   ;;
