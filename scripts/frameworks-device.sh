@@ -89,7 +89,7 @@ torch)
   pre bench-pool-c128 80 128 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-pool-c128.json"
   ;;
 mlx)
-  cp "$dir"/mlx/mlx.part.ab /tmp/mlxparts/ 2>/dev/null
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.ab /tmp/mlxparts/
   export PARTS_DIR=/tmp/mlxparts
   # shellcheck disable=SC1091
   source "$dir/run/mlx-on-device.sh" >"$logs/mlx-unpack.log" 2>&1
