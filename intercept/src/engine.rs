@@ -58,6 +58,9 @@ pub(crate) fn count_captured_rerun() {
     CAPTURED_RERUNS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// An advanced layout: `(inembed, istride, idist, onembed, ostride, odist)`.
+pub type LayoutArgs = (Vec<i64>, i64, i64, Vec<i64>, i64, i64);
+
 /// What a plan call asks for, in the library's terms (`cufftMakePlanMany64`'s arguments).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanRequest {
@@ -66,7 +69,7 @@ pub struct PlanRequest {
     /// `(inembed, istride, idist, onembed, ostride, odist)`: both embeds, or neither. cuFFT
     /// and hipFFT take the advanced layout only when both are given, and ignore the strides
     /// and distances otherwise.
-    pub layout: Option<(Vec<i64>, i64, i64, Vec<i64>, i64, i64)>,
+    pub layout: Option<LayoutArgs>,
     pub batch: i64,
 }
 
@@ -335,7 +338,7 @@ impl Engine {
         let issued = self.next.load(Ordering::Relaxed);
         let base = self.base();
         let step = self.step();
-        let was_ours = h >= base && (h - base) % step == 0 && (h - base) / step < issued;
+        let was_ours = h >= base && (h - base).is_multiple_of(step) && (h - base) / step < issued;
         let what = if was_ours { "was destroyed" } else { "is not a handle this interposer made" };
         Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} {what}")))
     }
