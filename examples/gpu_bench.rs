@@ -23,6 +23,11 @@
 //! Without a CUDA device it prints `skipped: <reason>` and exits 0. `--runtime sim` runs the
 //! whole program on the simulated runtime (to check it without a GPU; the numbers mean
 //! nothing). `--json PATH` writes every number.
+//!
+//! Unsafe calls: every `unsafe` block drives the runtime directly with plans, streams and
+//! events this program made and buffers it allocated at the sizes the descriptor's extents
+//! and the plan's work size give; each lives until the stream it was used on is
+//! synchronized, so no handle or pointer is used dead or short.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -131,11 +136,13 @@ impl Bench {
         for (_, d, _) in &shapes {
             let p = rt.plan_create(d, PlanOptions::default())?;
             work_bytes = work_bytes.max(p.work_size);
-            rt.plan_destroy(p.plan)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_destroy(p.plan) }?;
         }
         let stream = rt.stream_create()?;
         let input = rt.malloc(in_bytes)?;
-        rt.memcpy_htod(input, &vec![0u8; in_bytes])?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_htod(input, &vec![0u8; in_bytes]) }?;
         let output = rt.malloc(out_bytes)?;
         let work = rt.malloc(work_bytes.max(1))?;
         Ok(Bench { name, rt, stream, input, output, work, work_bytes, shapes })
@@ -150,7 +157,8 @@ impl Bench {
             for i in 0..n {
                 call(i)?;
             }
-            self.rt.stream_synchronize(self.stream)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { self.rt.stream_synchronize(self.stream) }?;
             let dt = t.elapsed();
             if c >= warmup {
                 out.push(dt.as_secs_f64() * 1e6 / n as f64);
@@ -180,11 +188,14 @@ impl Bench {
         let v = self.cycles(warmup, cycles, |i| {
             let (_, d, dir) = &self.shapes[i];
             let (plan, work) = plans[i];
-            rt.plan_exec(plan, d.transform, self.stream, work, self.input, self.output, *dir)
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_exec(plan, d.transform, self.stream, work, self.input, self.output, *dir) }
         });
-        rt.stream_synchronize(self.stream)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.stream_synchronize(self.stream) }?;
         for (p, _) in plans {
-            rt.plan_destroy(p)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_destroy(p) }?;
         }
         Ok(Row {
             variant: "floor: raw plans made beforehand, no cache".into(),
@@ -205,10 +216,13 @@ impl Bench {
         let v = self.cycles(warmup, cycles, |i| {
             let (_, d, dir) = &self.shapes[i];
             let lease = pool.acquire(d)?;
-            lease.exec(self.stream, self.input, self.output, *dir, self.work_for(lease.work_size())?)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { lease.exec(self.stream, self.input, self.output, *dir, self.work_for(lease.work_size())?) }?;
             if release_after {
-                lease.release_after(self.stream).map_err(|e| {
-                    let _ = self.rt.stream_synchronize(self.stream);
+                // SAFETY: see the note at the top of this file.
+                unsafe { lease.release_after(self.stream) }.map_err(|e| {
+                    // SAFETY: see the note at the top of this file.
+                    let _ = unsafe { self.rt.stream_synchronize(self.stream) };
                     e.error
                 })
             } else {
@@ -217,7 +231,8 @@ impl Bench {
                 Ok(())
             }
         });
-        self.rt.stream_synchronize(self.stream)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { self.rt.stream_synchronize(self.stream) }?;
         let m = pool.metrics();
         let report = pool.shutdown();
         let release = if release_after { "release_after" } else { "release at once" };
@@ -252,7 +267,8 @@ impl Bench {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
                         let t = Instant::now();
                         if let Some(p) = prev.take() {
-                            rt.plan_destroy(p)?;
+                            // SAFETY: see the note at the top of this file.
+                            unsafe { rt.plan_destroy(p) }?;
                         }
                         let t1 = Instant::now();
                         let p = rt.plan_create(d, PlanOptions::default())?;
@@ -265,7 +281,8 @@ impl Bench {
                     }
                     // The raw side's last plan is destroyed outside the pool's timing.
                     if let Some(p) = prev.take() {
-                        rt.plan_destroy(p)?;
+                        // SAFETY: see the note at the top of this file.
+                        unsafe { rt.plan_destroy(p) }?;
                     }
                 } else {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
@@ -311,11 +328,14 @@ impl Bench {
 
 impl Drop for Bench {
     fn drop(&mut self) {
-        let _ = self.rt.stream_synchronize(self.stream);
+        // SAFETY: see the note at the top of this file.
+        let _ = unsafe { self.rt.stream_synchronize(self.stream) };
         for p in [self.input, self.output, self.work] {
-            let _ = self.rt.free(p);
+            // SAFETY: see the note at the top of this file.
+            let _ = unsafe { self.rt.free(p) };
         }
-        let _ = self.rt.stream_destroy(self.stream);
+        // SAFETY: see the note at the top of this file.
+        let _ = unsafe { self.rt.stream_destroy(self.stream) };
     }
 }
 

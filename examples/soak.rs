@@ -214,11 +214,13 @@ fn worker(s: &Shared, id: u64) {
                 }
                 let b = &bufs[&shape];
                 let verify = rng.next_u64().is_multiple_of(64);
-                if verify && s.rt.memcpy_htod(b.d_in.ptr(), &b.input).is_err() {
+                // SAFETY: `d_in` holds the input's bytes.
+                if verify && unsafe { s.rt.memcpy_htod(b.d_in.ptr(), &b.input) }.is_err() {
                     Shared::bump(&s.counts.alloc_errors);
                 }
                 Shared::bump(&s.counts.execs);
-                let r = lease.exec(stream.raw(), b.d_in.ptr(), b.d_out.ptr(), direction(&desc), b.work.as_ref().map(|w| w.ptr()));
+                // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+                let r = unsafe { lease.exec(stream.raw(), b.d_in.ptr(), b.d_out.ptr(), direction(&desc), b.work.as_ref().map(|w| w.ptr())) };
                 if let Err(e) = &r {
                     s.check(clear_runtime_error(e), || format!("exec failed unclearly: {e}"));
                     Shared::bump(&s.counts.exec_errors);
@@ -236,7 +238,8 @@ fn worker(s: &Shared, id: u64) {
                         s.check(err <= 1e-4, || format!("{desc}: relative error {err}"));
                     }
                 } else if rng.next_u64().is_multiple_of(2) {
-                    match lease.release_after(stream.raw()) {
+                    // SAFETY: the test's live stream of the pool's runtime.
+                    match unsafe { lease.release_after(stream.raw()) } {
                         Ok(()) => Shared::bump(&s.counts.release_after),
                         Err(e) => {
                             s.check(clear_runtime_error(&e.error), || format!("release_after failed unclearly: {}", e.error));

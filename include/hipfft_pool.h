@@ -34,34 +34,58 @@
 
 
 /**
- * `hfp_config.ceiling_scope` values.
+ * `hfp_config.ceiling_scope`: one ceiling shared by every pool of the process (the default).
  */
 #define HFP_CEILING_PROCESS_WIDE 0
 
+/**
+ * A ceiling of the pool's own (`CeilingScope::Private`).
+ */
 #define HFP_CEILING_PRIVATE 1
 
+/**
+ * One process-wide ceiling per device (`CeilingScope::PerDevice`).
+ */
 #define HFP_CEILING_PER_DEVICE 2
 
 /**
- * `hipfftType` values, for `hfp_plan_desc.transform`.
+ * `hfp_plan_desc.transform`: `HIPFFT_R2C`, real to complex, single precision.
  */
 #define HFP_R2C 42
 
+/**
+ * `HIPFFT_C2R`: complex to real, single precision.
+ */
 #define HFP_C2R 44
 
+/**
+ * `HIPFFT_C2C`: complex to complex, single precision.
+ */
 #define HFP_C2C 41
 
+/**
+ * `HIPFFT_D2Z`: real to complex, double precision.
+ */
 #define HFP_D2Z 106
 
+/**
+ * `HIPFFT_Z2D`: complex to real, double precision.
+ */
 #define HFP_Z2D 108
 
+/**
+ * `HIPFFT_Z2Z`: complex to complex, double precision.
+ */
 #define HFP_Z2Z 105
 
 /**
- * `hfp_lease_exec` directions (`HIPFFT_FORWARD`, `HIPFFT_BACKWARD`).
+ * `hfp_lease_exec`'s direction: `HIPFFT_FORWARD` (-1).
  */
 #define HFP_FORWARD -1
 
+/**
+ * `HIPFFT_BACKWARD` (+1), unnormalized.
+ */
 #define HFP_INVERSE 1
 
 /**
@@ -131,6 +155,61 @@ typedef struct hfp_lease hfp_lease;
 typedef struct hfp_pool hfp_pool;
 
 /**
+ * One transform, as `hipfftMakePlanMany64` takes it. Two descriptors get the same plan
+ * when the fields the plan depends on are equal (unused `n` slots and embeds past `rank`
+ * are ignored).
+ */
+typedef struct hfp_plan_desc {
+  /**
+   * Device ordinal the plan is made on (and executes on).
+   */
+  int device;
+  /**
+   * A `hipfftType` value: `HFP_R2C`, `HFP_C2R`, `HFP_C2C`, `HFP_D2Z`, `HFP_Z2D`, `HFP_Z2Z`.
+   */
+  int transform;
+  /**
+   * 1, 2 or 3.
+   */
+  int rank;
+  /**
+   * Logical lengths, slowest first; only the first `rank` are read. For real transforms
+   * the last one is the real length (the complex side holds n/2+1 points).
+   */
+  int64_t n[3];
+  /**
+   * Transforms per execution.
+   */
+  int64_t batch;
+  /**
+   * Borrowed, read during the call only: `rank` input embeds, or NULL for the packed
+   * layout (then `istride` and `idist` are ignored, as in hipFFT).
+   */
+  const int64_t *inembed;
+  /**
+   * Input element stride (with `inembed`).
+   */
+  int64_t istride;
+  /**
+   * Input batch distance (with `inembed`).
+   */
+  int64_t idist;
+  /**
+   * Borrowed, read during the call only: `rank` output embeds, or NULL for packed
+   * (then `ostride` and `odist` are ignored).
+   */
+  const int64_t *onembed;
+  /**
+   * Output element stride (with `onembed`).
+   */
+  int64_t ostride;
+  /**
+   * Output batch distance (with `onembed`).
+   */
+  int64_t odist;
+} hfp_plan_desc;
+
+/**
  * Pool settings for `hfp_pool_new`. Fill it with `hfp_config_default`, then change fields.
  *
  * It can grow: `struct_size` must be set to `sizeof(hfp_config)` of the header the caller
@@ -189,49 +268,6 @@ typedef struct hfp_config {
 } hfp_config;
 
 /**
- * One transform, as `hipfftMakePlanMany64` takes it. Two descriptors get the same plan
- * when the fields the plan depends on are equal (unused `n` slots and embeds past `rank`
- * are ignored).
- */
-typedef struct hfp_plan_desc {
-  /**
-   * Device ordinal the plan is made on (and executes on).
-   */
-  int device;
-  /**
-   * A `hipfftType` value: `HFP_R2C`, `HFP_C2R`, `HFP_C2C`, `HFP_D2Z`, `HFP_Z2D`, `HFP_Z2Z`.
-   */
-  int transform;
-  /**
-   * 1, 2 or 3.
-   */
-  int rank;
-  /**
-   * Logical lengths, slowest first; only the first `rank` are read. For real transforms
-   * the last one is the real length (the complex side holds n/2+1 points).
-   */
-  int64_t n[3];
-  /**
-   * Transforms per execution.
-   */
-  int64_t batch;
-  /**
-   * Borrowed, read during the call only: `rank` input embeds, or NULL for the packed
-   * layout (then `istride` and `idist` are ignored, as in hipFFT).
-   */
-  const int64_t *inembed;
-  int64_t istride;
-  int64_t idist;
-  /**
-   * Borrowed, read during the call only: `rank` output embeds, or NULL for packed
-   * (then `ostride` and `odist` are ignored).
-   */
-  const int64_t *onembed;
-  int64_t ostride;
-  int64_t odist;
-} hfp_plan_desc;
-
-/**
  * Every count of a pool at one moment (see `hfp_pool_metrics`). Set `struct_size` to
  * `sizeof(hfp_metrics)` before the call; a smaller value than this version's size is
  * rejected, and fields a later version adds past it are not written.
@@ -245,14 +281,29 @@ typedef struct hfp_metrics {
    * This pool's live handles (cached + retired awaiting their last lease + being created).
    */
   size_t live;
+  /**
+   * The most live handles this pool has had at once.
+   */
   size_t peak_live;
   /**
    * Live handles of every pool sharing the ceiling.
    */
   size_t process_live;
+  /**
+   * The most live handles of the ceiling's pools at once.
+   */
   size_t process_peak_live;
+  /**
+   * The live ceiling: the most handles that may be alive at once.
+   */
   size_t ceiling;
+  /**
+   * The most plans the cache keeps.
+   */
   size_t capacity;
+  /**
+   * Plans in the cache now.
+   */
   size_t cached;
   /**
    * Leases not yet released (executions possibly in flight).
@@ -262,25 +313,73 @@ typedef struct hfp_metrics {
    * Evicted plans waiting for their last lease.
    */
   size_t retired_pending;
+  /**
+   * Plans being created right now (their slots are taken).
+   */
   size_t creating;
+  /**
+   * Bytes of work areas the pool's plans own (auto-allocated plans only).
+   */
   size_t work_area_bytes;
+  /**
+   * Acquires served from the cache.
+   */
   uint64_t hits;
+  /**
+   * Acquires that had to create a plan (or join a creation).
+   */
   uint64_t misses;
+  /**
+   * Plans evicted from the cache (destroyed now, or retired until their last lease).
+   */
   uint64_t evictions;
+  /**
+   * Plans created.
+   */
   uint64_t creations;
+  /**
+   * Plans destroyed.
+   */
   uint64_t destroys;
+  /**
+   * Misses that waited at the ceiling.
+   */
   uint64_t ceiling_waits;
+  /**
+   * Misses that gave up at the ceiling after the acquire timeout.
+   */
   uint64_t ceiling_timeouts;
+  /**
+   * Plan creations the runtime refused.
+   */
   uint64_t create_failures;
+  /**
+   * Plan destroys the runtime reported as failed (the slot is given back anyway).
+   */
   uint64_t destroy_failures;
+  /**
+   * Executions the runtime refused.
+   */
   uint64_t exec_failures;
+  /**
+   * Event creates, records or queries that failed (release then falls back to synchronizing).
+   */
   uint64_t event_failures;
+  /**
+   * Times the flush hook was called before a wait at the ceiling.
+   */
   uint64_t flush_hook_calls;
   /**
    * Runtime calls past the watchdog threshold right now.
    */
   size_t stalled;
+  /**
+   * Misses on a key evicted shortly before (a sign the capacity is too small).
+   */
   uint64_t thrash_misses;
+  /**
+   * Thrash warnings logged.
+   */
   uint64_t thrash_warnings;
   /**
    * 1 while the recent misses look like thrashing.
@@ -290,16 +389,25 @@ typedef struct hfp_metrics {
    * Plan creations timed, and their total time in microseconds (buckets: the text export).
    */
   uint64_t create_latency_count;
+  /**
+   * Total plan-creation time, in microseconds.
+   */
   uint64_t create_latency_sum_us;
   /**
    * Plan destroys timed, and their total time in microseconds.
    */
   uint64_t destroy_latency_count;
+  /**
+   * Total plan-destroy time, in microseconds.
+   */
   uint64_t destroy_latency_sum_us;
   /**
    * Waits at the ceiling timed, and their total time in microseconds.
    */
   uint64_t ceiling_wait_latency_count;
+  /**
+   * Total ceiling-wait time, in microseconds.
+   */
   uint64_t ceiling_wait_latency_sum_us;
 } hfp_metrics;
 
@@ -308,56 +416,37 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `*config` with the defaults: capacity 128, live ceiling 0 (= the capacity),
- * acquire timeout 10000 ms, no work-area budget, runtime NULL (= "auto"), shutdown
- * timeout 5000 ms, the process-wide ceiling, watchdog 10000 ms; `struct_size` =
- * `sizeof(hfp_config)`.
+ * This thread's message for its last failed `hfp_` call; "" if none has failed. A success
+ * does not clear it.
  *
- * `config`: borrowed for the call, written; must point to a whole `hfp_config` of this
- * header's version. NULL: `HFP_INVALID_ARGUMENT`.
+ * Returns: borrowed, NUL-terminated, owned by the library; valid until the next `hfp_`
+ * call on this thread. Never NULL.
  */
-enum hfp_status hfp_config_default(struct hfp_config *config);
+const char *hfp_last_error_message(void);
 
 /**
- * Makes a pool with `*config` (see `hfp_config`; 0 in a field means its default).
+ * The enumerator's name ("HFP_CEILING_TIMEOUT"), or "HFP_UNKNOWN_STATUS" for a value that
+ * is not an `hfp_status`.
  *
- * `config`: borrowed for the call (its `runtime` string too). `out`: written with the new
- * pool, owned by the caller, who frees it with `hfp_pool_free`; set to NULL on failure.
- * Fails with `HFP_INVALID_ARGUMENT` for a bad field (the message names it, `struct_size`
- * included), `HFP_RUNTIME_UNAVAILABLE` when the runtime asked for is not there.
+ * Returns: a static string; never NULL, never freed.
  */
-enum hfp_status hfp_pool_new(const struct hfp_config *config, struct hfp_pool **out);
+const char *hfp_status_name(int status);
 
 /**
- * Makes a pool configured from the environment: `HIPFFT_POOL_CAPACITY` (else
- * `MLX_ROCM_FFT_CACHE_SIZE`, else 128), `HIPFFT_POOL_LIVE_CEILING` (default: the capacity),
- * `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`, `HIPFFT_POOL_WORK_AREA_BUDGET`, `HIPFFT_POOL_WATCHDOG_MS`,
- * `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`). A value that is not a whole number in range is ignored with a
- * one-line warning on stderr. The pool counts against the process-wide ceiling.
- *
- * `out`: written with the new pool, owned by the caller (free it with `hfp_pool_free`);
- * NULL on failure.
+ * 1 when this library checks lease pointers (a double release or a use after release
+ * returns `HFP_INVALID_ARGUMENT` instead of being undefined behaviour): always in debug
+ * builds, and in release builds when `HIPFFT_POOL_DEBUG_CHECKS=1` is in the environment
+ * the first time the library consults it (its first lease call, or this function).
+ * 0 otherwise.
  */
-enum hfp_status hfp_pool_from_env(struct hfp_pool **out);
+int hfp_debug_checks_enabled(void);
 
 /**
- * Shuts `pool` down and frees it. Shutdown destroys the idle plans and waits, up to the
- * shutdown timeout, for outstanding leases; plans still leased after that are destroyed
- * when their last lease is released (leases stay valid after the pool is gone).
+ * The library's version ("0.1.0").
  *
- * `pool`: consumed; NULL is a no-op. The default pool is never freed: passing it is a
- * no-op too (with a message in `hfp_last_error_message`).
+ * Returns: a static string; never NULL, never freed.
  */
-void hfp_pool_free(struct hfp_pool *pool);
-
-/**
- * The process's default pool, configured from the environment like `hfp_pool_from_env`
- * and made on first use. Returns NULL if it could not be made, with the reason in
- * `hfp_last_error_message()` (every later call returns NULL with the same reason).
- *
- * Returns: borrowed, valid until the process exits; never free it.
- */
-struct hfp_pool *hfp_default_pool(void);
+const char *hfp_version(void);
 
 /**
  * Takes a lease on the plan for `*desc`, making the plan on a miss. On a miss at the
@@ -457,6 +546,58 @@ enum hfp_status hfp_lease_release(struct hfp_lease *lease);
 enum hfp_status hfp_lease_release_after(struct hfp_lease *lease, void *stream);
 
 /**
+ * Fills `*config` with the defaults: capacity 128, live ceiling 0 (= the capacity),
+ * acquire timeout 10000 ms, no work-area budget, runtime NULL (= "auto"), shutdown
+ * timeout 5000 ms, the process-wide ceiling, watchdog 10000 ms; `struct_size` =
+ * `sizeof(hfp_config)`.
+ *
+ * `config`: borrowed for the call, written; must point to a whole `hfp_config` of this
+ * header's version. NULL: `HFP_INVALID_ARGUMENT`.
+ */
+enum hfp_status hfp_config_default(struct hfp_config *config);
+
+/**
+ * Makes a pool with `*config` (see `hfp_config`; 0 in a field means its default).
+ *
+ * `config`: borrowed for the call (its `runtime` string too). `out`: written with the new
+ * pool, owned by the caller, who frees it with `hfp_pool_free`; set to NULL on failure.
+ * Fails with `HFP_INVALID_ARGUMENT` for a bad field (the message names it, `struct_size`
+ * included), `HFP_RUNTIME_UNAVAILABLE` when the runtime asked for is not there.
+ */
+enum hfp_status hfp_pool_new(const struct hfp_config *config, struct hfp_pool **out);
+
+/**
+ * Makes a pool configured from the environment: `HIPFFT_POOL_CAPACITY` (else
+ * `MLX_ROCM_FFT_CACHE_SIZE`, else 128), `HIPFFT_POOL_LIVE_CEILING` (default: the capacity),
+ * `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`, `HIPFFT_POOL_WORK_AREA_BUDGET`, `HIPFFT_POOL_WATCHDOG_MS`,
+ * `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`). A value that is not a whole number in range is ignored with a
+ * one-line warning on stderr. The pool counts against the process-wide ceiling.
+ *
+ * `out`: written with the new pool, owned by the caller (free it with `hfp_pool_free`);
+ * NULL on failure.
+ */
+enum hfp_status hfp_pool_from_env(struct hfp_pool **out);
+
+/**
+ * Shuts `pool` down and frees it. Shutdown destroys the idle plans and waits, up to the
+ * shutdown timeout, for outstanding leases; plans still leased after that are destroyed
+ * when their last lease is released (leases stay valid after the pool is gone).
+ *
+ * `pool`: consumed; NULL is a no-op. The default pool is never freed: passing it is a
+ * no-op too (with a message in `hfp_last_error_message`).
+ */
+void hfp_pool_free(struct hfp_pool *pool);
+
+/**
+ * The process's default pool, configured from the environment like `hfp_pool_from_env`
+ * and made on first use. Returns NULL if it could not be made, with the reason in
+ * `hfp_last_error_message()` (every later call returns NULL with the same reason).
+ *
+ * Returns: borrowed, valid until the process exits; never free it.
+ */
+struct hfp_pool *hfp_default_pool(void);
+
+/**
  * Copies every count of the pool into `*out` (see `hfp_metrics`).
  *
  * `pool`: borrowed. `out`: borrowed for the call; the caller sets `out->struct_size` to
@@ -525,39 +666,6 @@ enum hfp_status hfp_pool_synchronize(struct hfp_pool *pool, void *stream);
  * `pool`: borrowed. Returns a static string, never freed; NULL for a NULL pool.
  */
 const char *hfp_pool_runtime(const struct hfp_pool *pool);
-
-/**
- * This thread's message for its last failed `hfp_` call; "" if none has failed. A success
- * does not clear it.
- *
- * Returns: borrowed, NUL-terminated, owned by the library; valid until the next `hfp_`
- * call on this thread. Never NULL.
- */
-const char *hfp_last_error_message(void);
-
-/**
- * The enumerator's name ("HFP_CEILING_TIMEOUT"), or "HFP_UNKNOWN_STATUS" for a value that
- * is not an `hfp_status`.
- *
- * Returns: a static string; never NULL, never freed.
- */
-const char *hfp_status_name(int status);
-
-/**
- * 1 when this library checks lease pointers (a double release or a use after release
- * returns `HFP_INVALID_ARGUMENT` instead of being undefined behaviour): always in debug
- * builds, and in release builds when `HIPFFT_POOL_DEBUG_CHECKS=1` is in the environment
- * the first time the library consults it (its first lease call, or this function).
- * 0 otherwise.
- */
-int hfp_debug_checks_enabled(void);
-
-/**
- * The library's version ("0.1.0").
- *
- * Returns: a static string; never NULL, never freed.
- */
-const char *hfp_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

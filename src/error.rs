@@ -4,12 +4,14 @@
 //! were rejected, the library call and its code by name and number, or the live counts at the
 //! moment the ceiling gave up. Errors are `Clone` because a failed single-flight creation hands
 //! the same error to every waiter.
+#![deny(missing_docs)]
 
 use std::time::Duration;
 
 use crate::desc::DescError;
 pub use crate::runtime::codes::{Api, RuntimeCode, hipfft_result};
 
+/// The crate's `Result`: every fallible call returns [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Live counts at the moment the ceiling gave up, so the error says why.
@@ -23,39 +25,72 @@ pub struct CeilingState {
     pub in_flight: usize,
     /// Evicted plans of this pool waiting for their last lease.
     pub retired: usize,
+    /// The ceiling: the most handles that may be alive at once.
     pub ceiling: usize,
 }
 
+/// Every failure of the crate, one variant per thing a caller can do about it (the C ABI
+/// maps each to one `hfp_status`).
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum Error {
+    /// The descriptor was rejected before any runtime call; the inner error names the field.
     #[error("invalid plan descriptor: {0}")]
     InvalidDesc(#[from] DescError),
 
+    /// An argument of a call was wrong (a null pointer, a direction that does not fit the
+    /// transform, a missing work area, ...).
     #[error("invalid argument `{name}`: {reason}")]
-    InvalidArgument { name: &'static str, reason: String },
+    InvalidArgument {
+        /// The argument's name, as the call spells it.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 
+    /// A configuration value was out of range or not a number.
     #[error("invalid configuration: `{field}` = {value}: {reason}")]
-    InvalidConfig { field: &'static str, value: String, reason: &'static str },
+    InvalidConfig {
+        /// The field (or environment variable) that was rejected.
+        field: &'static str,
+        /// Its value, as given.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
 
+    /// The FFT or GPU library returned an error status.
     #[error("{call} failed with {api} {code}", api = code.api)]
-    Runtime { call: &'static str, code: RuntimeCode },
+    Runtime {
+        /// The library entry point that failed (`hipfftMakePlanMany64`, `cudaMalloc`, ...).
+        call: &'static str,
+        /// Its status, by name and number.
+        code: RuntimeCode,
+    },
 
+    /// A miss waited the whole acquire timeout at the live ceiling.
     #[error("{}", timeout_message(*device, *waited, state, *joined_creation))]
     CeilingTimeout {
+        /// The device the plan was for.
         device: i32,
+        /// How long the miss waited.
         waited: Duration,
+        /// The live counts when it gave up.
         state: CeilingState,
         /// The miss waited for another thread's creation of the same plan (which had not
         /// finished), not for a free handle.
         joined_creation: bool,
     },
 
+    /// The runtime asked for could not be loaded, or has no device; the message says
+    /// what was tried.
     #[error("runtime unavailable: {0}")]
     Unavailable(String),
 
+    /// The pool was shut down and serves nothing more.
     #[error("the pool is shut down")]
     ShutDown,
 
+    /// A bug in hipfft-pool, or a library that broke its own contract.
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -84,3 +119,4 @@ impl Error {
         Error::InvalidArgument { name, reason: reason.into() }
     }
 }
+

@@ -19,6 +19,8 @@
 //! `check` (feature `check`) holds the tools that tests and the command-line tool use: a
 //! reference FFT, correctness cases, device buffers, the probe, an audited runtime.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod desc;
 pub mod error;
 pub mod ffi;
@@ -46,6 +48,11 @@ pub use runtime::sim::{SimConfig, SimRuntime};
 pub use runtime::{
     CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
+
+/// The README's Rust example, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 /// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
 #[cfg(all(test, loom))]

@@ -260,6 +260,29 @@ fn mlx_pattern() {
     expect_summary(&out, "mlx_pattern");
 }
 
+/// The fragment with launch_kernel running each launched function at the next commit, after
+/// execute_fft returned: a lease captured by reference would be gone by then. With debug
+/// checks a lease that is not live is refused by the library (named in the failure) rather
+/// than read, so the old `[&lease]` capture fails here instead of reading freed stack.
+#[test]
+fn mlx_pattern_with_deferred_launches() {
+    let out = run(program(&programs().mlx_pattern)
+        .args(["--launch", "deferred"])
+        .env("MLX_ROCM_FFT_CACHE_SIZE", "12")
+        .env("HIPFFT_POOL_DEBUG_CHECKS", "1"));
+    expect_summary(&out, "mlx_pattern");
+}
+
+/// launch_kernel throws after it ran the transform: the lease must be released only once
+/// the simulated transform ran (0.3 s after the exec), never at once by the unwinding.
+#[test]
+fn mlx_pattern_exception_after_the_exec() {
+    let out = run(program(&programs().mlx_pattern)
+        .args(["--case", "throw-after-exec"])
+        .env("HIPFFT_POOL_SIM_EXEC_LATENCY_US", "300000"));
+    expect_summary(&out, "mlx_pattern");
+}
+
 // ---- valgrind ----
 
 fn valgrind() -> Option<Command> {

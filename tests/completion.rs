@@ -48,12 +48,14 @@ impl Watched {
     }
 }
 
-impl Decorator for Watched {
+// SAFETY: records and forwards to the sim; what it returns is the sim's answer.
+unsafe impl Decorator for Watched {
     fn inner(&self) -> &dyn Runtime {
         &*self.sim
     }
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
-        self.sim.event_record(event, stream)?;
+    unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+        // SAFETY: the caller's contract, passed on to the sim unchanged.
+        unsafe { self.sim.event_record(event, stream) }?;
         let mut o = self.order.lock().unwrap();
         let seq = o.next;
         o.next += 1;
@@ -61,10 +63,11 @@ impl Decorator for Watched {
         o.outstanding.entry(stream.0).or_default().push_back(seq);
         Ok(())
     }
-    fn event_query(&self, event: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, event: RawEvent) -> Result<bool> {
         self.queries.fetch_add(1, Ordering::Relaxed);
         let (stream, seq) = self.order.lock().unwrap().recorded[&event.0];
-        let done = stream != self.stalled.load(Ordering::SeqCst) && self.sim.event_query(event)?;
+        // SAFETY: the caller's contract, passed on to the sim unchanged.
+        let done = stream != self.stalled.load(Ordering::SeqCst) && unsafe { self.sim.event_query(event) }?;
         let mut o = self.order.lock().unwrap();
         let queue = o.outstanding.get_mut(&stream).unwrap();
         let oldest = queue.front().copied();
@@ -98,7 +101,8 @@ fn events_on_one_stream_are_queried_oldest_first() {
     for i in 0..24 {
         let lease = pool.acquire(&c2c(8 + 4 * (i % 6), 2)).unwrap();
         jobs.push(enqueue(&rt, &lease, &stream, i as u64));
-        lease.release_after(stream.raw()).unwrap();
+        // SAFETY: the test's live stream of the pool's runtime.
+        unsafe { lease.release_after(stream.raw()) }.unwrap();
     }
     let polled = w.queries.load(Ordering::Relaxed);
     wait_until("the thread polled the stalled stream a few times", || w.queries.load(Ordering::Relaxed) > polled + 5);
@@ -126,11 +130,13 @@ fn a_stalled_stream_does_not_hold_up_releases_on_another() {
     let a = pool.acquire(&c2c(16, 1)).unwrap();
     let plan_a = a.plan();
     let job_a = enqueue(&rt, &a, &stalled, 1);
-    a.release_after(stalled.raw()).unwrap();
+    // SAFETY: the test's live stream of the pool's runtime.
+    unsafe { a.release_after(stalled.raw()) }.unwrap();
     let b = pool.acquire(&c2c(32, 1)).unwrap();
     let plan_b = b.plan();
     let job_b = enqueue(&rt, &b, &moving, 2);
-    b.release_after(moving.raw()).unwrap();
+    // SAFETY: the test's live stream of the pool's runtime.
+    unsafe { b.release_after(moving.raw()) }.unwrap();
     assert!(job_a.check(&stalled) <= 1e-5 && job_b.check(&moving) <= 1e-5);
 
     wait_until("the plan on the moving stream was released", || {

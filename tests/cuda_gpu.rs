@@ -1,3 +1,7 @@
+//!
+//! Unsafe calls: every `unsafe` block passes handles this test made on the CUDA runtime and
+//! buffers it allocated there at the sizes the descriptor's extents and the plan's work size
+//! give; each lives until the stream it was used on is synchronized.
 #![cfg(feature = "cuda")]
 //! Real cuFFT transforms through `CudaRuntime`, checked against a naive DFT in f64.
 //!
@@ -270,7 +274,8 @@ impl Case {
         let staging = rt.malloc(ext.input_bytes)?;
         let d_in = rt.malloc(ext.input_bytes)?;
         let d_out = rt.malloc(ext.output_bytes)?;
-        rt.memcpy_htod(staging, &input_bytes)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_htod(staging, &input_bytes) }?;
 
         let created = rt.plan_create(&desc, PlanOptions { auto_allocation: self.auto_allocation })?;
         let (stream, work) = if self.auto_allocation {
@@ -280,28 +285,41 @@ impl Case {
         };
         let event = rt.event_create()?;
 
-        rt.memcpy_dtod_async(d_in, staging, ext.input_bytes, stream)?;
-        rt.plan_exec(created.plan, t, stream, work, d_in, d_out, self.direction)?;
-        rt.event_record(event, stream)?;
-        let _maybe_done = rt.event_query(event)?;
-        rt.event_synchronize(event)?;
-        assert!(rt.event_query(event)?, "event not complete after cudaEventSynchronize");
-        rt.stream_synchronize(stream)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_dtod_async(d_in, staging, ext.input_bytes, stream) }?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(created.plan, t, stream, work, d_in, d_out, self.direction) }?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.event_record(event, stream) }?;
+        // SAFETY: see the note at the top of this file.
+        let _maybe_done = unsafe { rt.event_query(event) }?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.event_synchronize(event) }?;
+        // SAFETY: see the note at the top of this file.
+        assert!(unsafe { rt.event_query(event) }?, "event not complete after cudaEventSynchronize");
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.stream_synchronize(stream) }?;
 
         let mut out_bytes = vec![0u8; ext.output_bytes];
-        rt.memcpy_dtoh(&mut out_bytes, d_out)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_dtoh(&mut out_bytes, d_out) }?;
         let got = from_bytes(&out_bytes, double);
 
-        rt.event_destroy(event)?;
-        rt.plan_destroy(created.plan)?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.event_destroy(event) }?;
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_destroy(created.plan) }?;
         if let Some(w) = work {
-            rt.free(w)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.free(w) }?;
         }
         if stream != RawStream::NULL {
-            rt.stream_destroy(stream)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.stream_destroy(stream) }?;
         }
         for p in [staging, d_in, d_out] {
-            rt.free(p)?;
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.free(p) }?;
         }
         Ok((rel_l2(&got, &want), created.work_size))
     }
@@ -392,24 +410,33 @@ fn runtime_basics() {
 
     let zero = rt.malloc(0).unwrap();
     assert!(!zero.is_null(), "malloc(0) must return a non-null pointer");
-    rt.free(zero).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(zero) }.unwrap();
 
     // Round trip through device memory.
     let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
     let (a, b) = (rt.malloc(bytes.len()).unwrap(), rt.malloc(bytes.len()).unwrap());
     let stream = rt.stream_create().unwrap();
-    rt.memcpy_htod(a, &bytes).unwrap();
-    rt.memcpy_dtod_async(b, a, bytes.len(), stream).unwrap();
-    rt.stream_synchronize(stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(a, &bytes) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtod_async(b, a, bytes.len(), stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(stream) }.unwrap();
     let mut back = vec![0u8; bytes.len()];
-    rt.memcpy_dtoh(&mut back, b).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut back, b) }.unwrap();
     assert_eq!(back, bytes);
-    rt.stream_destroy(stream).unwrap();
-    rt.free(a).unwrap();
-    rt.free(b).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(a) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(b) }.unwrap();
 
     // A handle cuFFT never gave out is rejected with a cufftResult.
-    match rt.plan_destroy(RawPlan(987_654)) {
+    // SAFETY: see the note at the top of this file.
+    match unsafe { rt.plan_destroy(RawPlan(987_654)) } {
         Err(Error::Runtime { code, .. }) => {
             println!("cufftDestroy(987654) -> {code}");
             assert_eq!(code.api, Api::Cufft);

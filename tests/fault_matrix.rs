@@ -273,7 +273,8 @@ fn buffers(rt: &Arc<dyn Runtime>, lease: &Lease, seed: u64) -> Job {
 
 impl Job {
     fn exec(&self, lease: &Lease, stream: RawStream) -> hipfft_pool::Result<()> {
-        lease.exec(stream, self.d_in.ptr(), self.d_out.ptr(), direction_for(&self.desc), self.work.as_ref().map(|w| w.ptr()))
+        // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+        unsafe { lease.exec(stream, self.d_in.ptr(), self.d_out.ptr(), direction_for(&self.desc), self.work.as_ref().map(|w| w.ptr())) }
     }
 
     fn error(&self, stream: &Stream) -> f64 {
@@ -343,13 +344,15 @@ fn start(b: &Bench, op: Op, mut p: Prepared) -> std::thread::JoinHandle<(Outcome
             Op::Exec => p.jobs[0].exec(&p.leases[0], stream_raw).map_err(|e| e.to_string()),
             Op::Release => {
                 // An honest release: the lease's execution has finished.
-                rt.stream_synchronize(stream_raw).unwrap();
+                // SAFETY: the test's live stream.
+                unsafe { rt.stream_synchronize(stream_raw) }.unwrap();
                 let lease = p.leases.pop().unwrap();
                 let released = Instant::now();
                 lease.release();
                 return (Ok(()), released.elapsed(), p);
             }
-            Op::ReleaseAfter => match p.leases.pop().unwrap().release_after(stream_raw) {
+            // SAFETY: the test's live stream of the pool's runtime.
+            Op::ReleaseAfter => match unsafe { p.leases.pop().unwrap().release_after(stream_raw) } {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     // The lease came back: it is neither lost nor released under the exec.

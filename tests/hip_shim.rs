@@ -9,6 +9,11 @@
 //! backend choice, `HipRuntime::load`'s variables) re-run this binary as a child with
 //! `--exact <name> --ignored` and the variables set; those tests do nothing unless
 //! `HIP_SHIM_TEST_CHILD` is set.
+//!
+//! Unsafe calls: every `unsafe` block passes handles and buffers this test made through the
+//! same runtime (the shim, over the sim), at the sizes the descriptor's extents give; the
+//! tests of misuse pass stale handles on purpose, which the shim and the sim behind it
+//! check and refuse (a recorded violation, not undefined behaviour).
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -34,8 +39,11 @@ fn rt() -> &'static HipRuntime {
 /// Plans the shim holds (its `hipShimLivePlanHandles` export; same instance as `rt()`).
 fn live_shim_plans() -> i32 {
     let _ = rt();
+    // SAFETY: loading the shim runs no initializer beyond its statics.
     let lib = unsafe { libloading::Library::new(hipfft_path()) }.unwrap();
+    // SAFETY: the shim exports this symbol with this signature.
     let f = unsafe { lib.get::<unsafe extern "C" fn() -> i32>(b"hipShimLivePlanHandles\0") }.unwrap();
+    // SAFETY: takes no arguments.
     let n = unsafe { f() };
     std::mem::forget(lib);
     n
@@ -151,7 +159,8 @@ impl<'a> Buf<'a> {
 }
 impl Drop for Buf<'_> {
     fn drop(&mut self) {
-        self.rt.free(self.ptr).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { self.rt.free(self.ptr) }.unwrap();
     }
 }
 
@@ -165,30 +174,39 @@ fn run(desc: &PlanDesc, input: &[f64], direction: Direction, auto_allocation: bo
     assert!(bytes.len() <= ext.input_bytes, "input larger than the plan's input extent");
     let inp = Buf::new(rt, ext.input_bytes);
     let out = Buf::new(rt, ext.output_bytes);
-    rt.memcpy_htod(inp.ptr, &bytes).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(inp.ptr, &bytes) }.unwrap();
     let created = rt.plan_create(desc, PlanOptions { auto_allocation }).unwrap();
     let work = (!auto_allocation).then(|| Buf::new(rt, created.work_size));
     let stream = rt.stream_create().unwrap();
     assert_ne!(stream, RawStream::NULL);
-    rt.plan_exec(created.plan, t, stream, work.as_ref().map(|w| w.ptr), inp.ptr, out.ptr, direction).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(created.plan, t, stream, work.as_ref().map(|w| w.ptr), inp.ptr, out.ptr, direction) }.unwrap();
     let ev = rt.event_create().unwrap();
-    rt.event_record(ev, stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, stream) }.unwrap();
     wait_event(rt, ev);
     let mut host = vec![0u8; ext.output_bytes];
-    rt.memcpy_dtoh(&mut host, out.ptr).unwrap();
-    rt.event_destroy(ev).unwrap();
-    rt.stream_destroy(stream).unwrap();
-    rt.plan_destroy(created.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut host, out.ptr) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(created.plan) }.unwrap();
     from_bytes(&host, t.is_double())
 }
 
 fn wait_event(rt: &dyn Runtime, ev: hipfft_pool::RawEvent) {
     let start = Instant::now();
-    while !rt.event_query(ev).unwrap() {
+    // SAFETY: see the note at the top of this file.
+    while !unsafe { rt.event_query(ev) }.unwrap() {
         assert!(start.elapsed() < Duration::from_secs(30), "event never completed");
         std::thread::sleep(Duration::from_millis(1));
     }
-    rt.event_synchronize(ev).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(ev) }.unwrap();
 }
 
 fn random_complex(count: usize, seed: u64, double: bool) -> Vec<C> {
@@ -407,13 +425,18 @@ fn in_place_c2c() {
     let desc = PlanDesc::new(TransformType::C2C, &[10], 1);
     let x = random_complex(10, 5, false);
     let buf = Buf::new(rt, desc.validate().unwrap().input_bytes);
-    rt.memcpy_htod(buf.ptr, &to_bytes(&interleave(&x), false)).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(buf.ptr, &to_bytes(&interleave(&x), false)) }.unwrap();
     let plan = rt.plan_create(&desc, PlanOptions { auto_allocation: true }).unwrap().plan;
-    rt.plan_exec(plan, TransformType::C2C, RawStream::NULL, None, buf.ptr, buf.ptr, Direction::Forward).unwrap();
-    rt.stream_synchronize(RawStream::NULL).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(plan, TransformType::C2C, RawStream::NULL, None, buf.ptr, buf.ptr, Direction::Forward) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
     let mut host = vec![0u8; 80];
-    rt.memcpy_dtoh(&mut host, buf.ptr).unwrap();
-    rt.plan_destroy(plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut host, buf.ptr) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(plan) }.unwrap();
     assert_close(&from_bytes(&host, false), &interleave(&dft(&x, &[10], -1.0)), false, "in-place C2C");
 }
 
@@ -425,7 +448,8 @@ fn exec_of_the_wrong_type_is_a_hipfft_code() {
     let (i, o) = (Buf::new(rt, ext.input_bytes), Buf::new(rt, ext.output_bytes));
     let plan = rt.plan_create(&desc, PlanOptions { auto_allocation: true }).unwrap().plan;
     let e =
-        rt.plan_exec(plan, TransformType::C2C, RawStream::NULL, None, i.ptr, o.ptr, Direction::Forward).unwrap_err();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(plan, TransformType::C2C, RawStream::NULL, None, i.ptr, o.ptr, Direction::Forward) }.unwrap_err();
     match &e {
         Error::Runtime { call, code } => {
             assert_eq!(*call, "hipfftExecC2C");
@@ -434,9 +458,11 @@ fn exec_of_the_wrong_type_is_a_hipfft_code() {
         other => panic!("{other}"),
     }
     assert_eq!(e.to_string(), "hipfftExecC2C failed with hipFFT HIPFFT_INVALID_VALUE (4)");
-    rt.plan_destroy(plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(plan) }.unwrap();
     // A destroyed handle is no longer a plan.
-    let e = rt.plan_destroy(plan).unwrap_err();
+    // SAFETY: see the note at the top of this file.
+    let e = unsafe { rt.plan_destroy(plan) }.unwrap_err();
     assert!(matches!(e, Error::Runtime { code, .. } if code.value == hipfft_result::INVALID_PLAN), "{e}");
 }
 
@@ -450,28 +476,41 @@ fn streams_events_and_copies() {
     let a = Buf::new(rt, data.len());
     let b = Buf::new(rt, data.len());
     let c = Buf::new(rt, data.len());
-    rt.memcpy_htod(a.ptr, &data).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(a.ptr, &data) }.unwrap();
     let s = rt.stream_create().unwrap();
-    rt.memcpy_dtod_async(b.ptr, a.ptr, data.len(), s).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtod_async(b.ptr, a.ptr, data.len(), s) }.unwrap();
     let ev = rt.event_create().unwrap();
-    rt.event_record(ev, s).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, s) }.unwrap();
     wait_event(rt, ev);
-    rt.stream_synchronize(s).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(s) }.unwrap();
     // On the null stream too.
-    rt.memcpy_dtod_async(c.ptr, b.ptr, data.len(), RawStream::NULL).unwrap();
-    rt.event_record(ev, RawStream::NULL).unwrap();
-    rt.event_synchronize(ev).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtod_async(c.ptr, b.ptr, data.len(), RawStream::NULL) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, RawStream::NULL) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(ev) }.unwrap();
     let mut back = vec![0u8; data.len()];
-    rt.memcpy_dtoh(&mut back, c.ptr).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut back, c.ptr) }.unwrap();
     assert_eq!(back, data);
     // Zero-byte copies and allocations.
-    rt.memcpy_htod(a.ptr, &[]).unwrap();
-    rt.memcpy_dtod_async(a.ptr, b.ptr, 0, s).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(a.ptr, &[]) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtod_async(a.ptr, b.ptr, 0, s) }.unwrap();
     let z = rt.malloc(0).unwrap();
     assert!(!z.is_null());
-    rt.free(z).unwrap();
-    rt.event_destroy(ev).unwrap();
-    rt.stream_destroy(s).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(z) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(s) }.unwrap();
 }
 
 #[test]
@@ -489,7 +528,8 @@ fn hip_errors_carry_name_and_number() {
     // A pointer that was never allocated.
     let bogus = Buf::new(rt, 64);
     let p = DevicePtr(bogus.ptr.0 + 8); // inside an allocation, not its start
-    check(rt.free(p).unwrap_err(), "hipFree");
+    // SAFETY: see the note at the top of this file.
+    check(unsafe { rt.free(p) }.unwrap_err(), "hipFree");
     // A device that does not exist.
     let n = rt.device_count().unwrap();
     check(rt.set_device(n).unwrap_err(), "hipSetDevice");
@@ -509,6 +549,7 @@ fn shim_checks_pointers_at_the_abi() {
     use hipfft_pool::runtime::hip::sys::hip_error as he;
     let fft = rt().hipfft_lib();
     let hip = rt().hip_lib();
+    // SAFETY: see the note at the top of this file.
     unsafe {
         assert_eq!((fft.hipfftCreate)(std::ptr::null_mut()), hipfft_result::INVALID_VALUE);
         assert_eq!((fft.hipfftDestroy)(0x8 as _), hipfft_result::INVALID_PLAN);
@@ -699,6 +740,7 @@ fn child_load_already_loaded() {
     }
     // Map the shim by full path, as a program linked against hipFFT would have it mapped
     // (the shim carries hipFFT's soname, libhipfft.so.0).
+    // SAFETY: see the note at the top of this file.
     std::mem::forget(unsafe { libloading::Library::new(hipfft_path()) }.unwrap());
     let rt = HipRuntime::load().unwrap();
     let info = rt.info();

@@ -105,7 +105,8 @@ fn plans_of_one_device_are_destroyed_with_their_device_current_from_a_thread_on_
     let stream = Stream::new(&rt).unwrap();
     let lease = pool.acquire(&c2c(64, 2).on_device(1)).unwrap();
     let job = enqueue(&rt, &lease, &stream, 3);
-    lease.release_after(stream.raw()).unwrap();
+    // SAFETY: the test's live stream of the pool's runtime.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
     assert!(job.check(&stream) <= 1e-5);
     // This thread now works on device 0; evictions destroy device 1's plan from here.
     rt.set_device(0).unwrap();

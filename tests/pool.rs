@@ -79,7 +79,8 @@ fn release_after_waits_for_the_gpu_and_eviction_never_destroys_under_a_pending_e
     let lease = pool.acquire(&c2c(64, 3)).unwrap();
     let plan = lease.plan();
     let job = enqueue(&rt, &lease, &stream, 1);
-    lease.release_after(stream.raw()).unwrap();
+    // SAFETY: the test's live stream of the pool's runtime.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
     assert!(sim.pending_execs(plan) > 0, "the execution is still in flight");
     drop(pool.acquire(&c2c(32, 1)).unwrap()); // evicts the in-flight plan: it must be retired
     assert!(sim.is_live(plan));
@@ -273,11 +274,14 @@ fn exec_rejects_bad_arguments_by_name() {
     assert!(lease.work_size() > 0);
     let buf = hipfft_pool::check::buffer::DeviceBuffer::new(&rt, 1 << 16).unwrap();
     let p = buf.ptr();
-    let e = lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Forward, None).unwrap_err();
+    // SAFETY: refused by the argument checks before anything is enqueued.
+    let e = unsafe { lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Forward, None) }.unwrap_err();
     assert!(e.to_string().contains("work_area"), "{e}");
-    let e = lease.exec(RawStream::NULL, hipfft_pool::DevicePtr::NULL, p, hipfft_pool::Direction::Forward, Some(p)).unwrap_err();
+    // SAFETY: refused by the argument checks before anything is enqueued.
+    let e = unsafe { lease.exec(RawStream::NULL, hipfft_pool::DevicePtr::NULL, p, hipfft_pool::Direction::Forward, Some(p)) }.unwrap_err();
     assert!(e.to_string().contains("`input`"), "{e}");
-    let e = lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Inverse, Some(p)).unwrap_err();
+    // SAFETY: refused by the argument checks before anything is enqueued.
+    let e = unsafe { lease.exec(RawStream::NULL, p, p, hipfft_pool::Direction::Inverse, Some(p)) }.unwrap_err();
     assert!(e.to_string().contains("direction"), "{e}");
 }
 
@@ -340,7 +344,8 @@ fn stress_many_threads_small_ceiling() {
                         0 => lease.release(),
                         1 => {
                             let job = enqueue(&rt, &lease, &stream, i);
-                            lease.release_after(stream.raw()).unwrap();
+                            // SAFETY: the test's live stream of the pool's runtime.
+                            unsafe { lease.release_after(stream.raw()) }.unwrap();
                             worst = worst.max(job.check(&stream));
                         }
                         2 => {

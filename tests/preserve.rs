@@ -26,9 +26,11 @@ fn both_ways(rt: Arc<dyn Runtime>, t: TransformType) {
         let scratch = DeviceBuffer::new(&rt, lease.input_bytes()).unwrap();
         let area = (lease.work_size() > 0).then(|| work.ptr());
         if preserve {
-            lease.exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area, scratch.ptr()).unwrap();
+            // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+            unsafe { lease.exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area, scratch.ptr()) }.unwrap();
         } else {
-            lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area).unwrap();
+            // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+            unsafe { lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area) }.unwrap();
         }
         stream.synchronize().unwrap();
         let err = reference::rel_l2_error(&reference::gather_output(&desc, &d_out.to_host().unwrap()), &want);
@@ -73,12 +75,14 @@ fn a_refused_preserving_execution_leaves_the_scratch_untouched() {
     let work = DeviceBuffer::new(&rt, lease.work_size().max(1)).unwrap();
     let area = (lease.work_size() > 0).then(|| work.ptr());
     // C2R runs inverse only.
-    let e = lease
-        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Forward, area, scratch.ptr())
+    // SAFETY: refused by the argument checks before anything is enqueued.
+    let e = unsafe { lease
+        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Forward, area, scratch.ptr()) }
         .unwrap_err();
     assert!(e.to_string().contains("`direction`"), "{e}");
-    let e = lease
-        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area, d_out.ptr())
+    // SAFETY: refused by the argument checks before anything is enqueued.
+    let e = unsafe { lease
+        .exec_preserving_input(stream.raw(), d_in.ptr(), d_out.ptr(), Direction::Inverse, area, d_out.ptr()) }
         .unwrap_err();
     assert!(e.to_string().contains("`scratch`"), "{e}");
     stream.synchronize().unwrap();

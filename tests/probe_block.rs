@@ -108,7 +108,8 @@ struct LegacyPlan {
 
 impl Drop for LegacyPlan {
     fn drop(&mut self) {
-        let _ = self.rt.plan_destroy(self.made.plan);
+        // SAFETY: the last reference to the plan, whose executions were synchronized.
+        let _ = unsafe { self.rt.plan_destroy(self.made.plan) };
     }
 }
 
@@ -138,7 +139,8 @@ impl ProbeLease for LegacyLease {
     }
     fn exec(&self, stream: &Stream, input: &DeviceBuffer, output: &DeviceBuffer, direction: Direction, work: Option<&DeviceBuffer>) -> Result<()> {
         let p = &self.0;
-        p.rt.plan_exec(p.made.plan, p.desc.transform, stream.raw(), work.map(|w| w.ptr()), input.ptr(), output.ptr(), direction)
+        // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+        unsafe { p.rt.plan_exec(p.made.plan, p.desc.transform, stream.raw(), work.map(|w| w.ptr()), input.ptr(), output.ptr(), direction) }
     }
     fn finish(self, stream: &Stream) -> Result<()> {
         stream.synchronize()

@@ -129,7 +129,8 @@ fn release_after_after_shutdown_leaks_no_event() {
     let lease = pool.acquire(&c2c(8, 1)).unwrap();
     let report = pool.shutdown();
     assert!(report.timed_out && report.still_leased.len() == 1, "{report:?}");
-    let e = lease.release_after(stream.raw()).unwrap_err();
+    // SAFETY: the test's live stream of the pool's runtime.
+    let e = unsafe { lease.release_after(stream.raw()) }.unwrap_err();
     assert!(matches!(e.error, hipfft_pool::Error::ShutDown), "{}", e.error);
     drop(e.lease);
     drop(pool);
@@ -157,7 +158,8 @@ fn a_release_after_pending_past_shutdown_leaks_no_event() {
     let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
     let lease = pool.acquire(&c2c(64, 1)).unwrap();
     let job = enqueue(&rt, &lease, &stream, 5);
-    lease.release_after(stream.raw()).unwrap();
+    // SAFETY: the test's live stream of the pool's runtime.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
     let report = pool.shutdown();
     assert!(report.timed_out, "{report:?}");
     assert!(job.check(&stream) <= 1e-5);

@@ -1,6 +1,11 @@
 //! The simulated runtime against the independent reference, through the `Runtime` trait
 //! only (as the pool uses it), plus its asynchrony, fault injection, hangs, misuse log and
 //! ground-truth counts.
+//!
+//! Unsafe calls: every `unsafe` block passes the sim its own handles and buffers it
+//! allocated at the sizes the descriptor's extents and the plan's work size give. The
+//! misuse tests pass stale or foreign handles on purpose: on the sim a handle is a key in
+//! a table, so that is a recorded violation, not undefined behaviour.
 
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -69,15 +74,21 @@ fn run_case(rt: &SimRuntime, desc: &PlanDesc, direction: Direction, in_place: bo
     } else {
         (rt.malloc(e.input_bytes).unwrap(), rt.malloc(e.output_bytes).unwrap())
     };
-    rt.memcpy_htod(inp, &input).unwrap();
-    rt.plan_exec(created.plan, desc.transform, stream, Some(work), inp, out, direction).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(inp, &input) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(created.plan, desc.transform, stream, Some(work), inp, out, direction) }.unwrap();
     let ev = rt.event_create().unwrap();
-    rt.event_record(ev, stream).unwrap();
-    rt.event_synchronize(ev).unwrap();
-    assert!(rt.event_query(ev).unwrap());
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    assert!(unsafe { rt.event_query(ev) }.unwrap());
     assert_eq!(rt.pending_execs(created.plan), 0);
     let mut host = vec![0u8; e.output_bytes];
-    rt.memcpy_dtoh(&mut host, out).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut host, out) }.unwrap();
     let (got, want) = (gather_output(desc, &host), expected_output(desc, direction, &input));
     let logical = desc.batch as usize * e.output_dims.iter().product::<i64>() as usize;
     assert_eq!((got.len(), want.len()), (logical, logical), "{desc}");
@@ -86,13 +97,19 @@ fn run_case(rt: &SimRuntime, desc: &PlanDesc, direction: Direction, in_place: bo
     if std::env::var_os("SIM_FFT_SHOW").is_some() {
         eprintln!("{desc} {direction:?} in_place={in_place}: {err:e}");
     }
-    rt.plan_destroy(created.plan).unwrap();
-    rt.event_destroy(ev).unwrap();
-    rt.stream_destroy(stream).unwrap();
-    rt.free(work).unwrap();
-    rt.free(inp).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(created.plan) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(work) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(inp) }.unwrap();
     if !in_place {
-        rt.free(out).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.free(out) }.unwrap();
     }
     assert_eq!(rt.violations(), Vec::<String>::new(), "{desc}");
     assert_eq!(rt.allocated_bytes(), 0);
@@ -252,9 +269,12 @@ fn exec_sync(rt: &SimRuntime, desc: &PlanDesc, input: DevicePtr, direction: Dire
     let e = desc.validate().unwrap();
     let p = rt.plan_create(desc, PlanOptions { auto_allocation: true }).unwrap();
     let out = rt.malloc(e.output_bytes).unwrap();
-    rt.plan_exec(p.plan, desc.transform, RawStream::NULL, None, input, out, direction).unwrap();
-    rt.stream_synchronize(RawStream::NULL).unwrap();
-    rt.plan_destroy(p.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(p.plan, desc.transform, RawStream::NULL, None, input, out, direction) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(p.plan) }.unwrap();
     out
 }
 
@@ -268,17 +288,20 @@ fn round_trips_give_the_input_times_n() {
         let id = PlanDesc::new(inv, dims, 3);
         let x = random_input(&fd, 11);
         let buf = rt.malloc(x.len()).unwrap();
-        rt.memcpy_htod(buf, &x).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_htod(buf, &x) }.unwrap();
         let spectrum = exec_sync(&rt, &fd, buf, Direction::Forward);
         let back = exec_sync(&rt, &id, spectrum, Direction::Inverse);
         let mut host = vec![0u8; x.len()];
-        rt.memcpy_dtoh(&mut host, back).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_dtoh(&mut host, back) }.unwrap();
         let n: i64 = dims.iter().product();
         let want: Vec<Complex64> = gather_input(&fd, &x).iter().map(|v| v * n as f64).collect();
         let err = rel_l2_error(&gather_output(&id, &host), &want);
         assert!(err <= bar(&fd), "{fwd}/{inv} {dims:?}: {err:e}");
         for b in [buf, spectrum, back] {
-            rt.free(b).unwrap();
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.free(b) }.unwrap();
         }
     }
     assert!(rt.violations().is_empty(), "{:?}", rt.violations());
@@ -297,19 +320,24 @@ fn setup(rt: &SimRuntime, desc: &PlanDesc) -> Setup {
     let e = desc.validate().unwrap();
     let p = rt.plan_create(desc, PlanOptions::default()).unwrap();
     let input = rt.malloc(e.input_bytes).unwrap();
-    rt.memcpy_htod(input, &random_input(desc, 1)).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(input, &random_input(desc, 1)) }.unwrap();
     Setup { plan: p.plan, work: rt.malloc(p.work_size).unwrap(), input, output: rt.malloc(e.output_bytes).unwrap() }
 }
 
 fn exec(rt: &SimRuntime, s: &Setup, t: TransformType, stream: RawStream) -> hipfft_pool::Result<()> {
-    rt.plan_exec(s.plan, t, stream, Some(s.work), s.input, s.output, Direction::Forward)
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(s.plan, t, stream, Some(s.work), s.input, s.output, Direction::Forward) }
 }
 
 fn teardown(rt: &SimRuntime, s: Setup) {
-    rt.stream_synchronize(RawStream::NULL).unwrap();
-    rt.plan_destroy(s.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(s.plan) }.unwrap();
     for b in [s.work, s.input, s.output] {
-        rt.free(b).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.free(b) }.unwrap();
     }
 }
 
@@ -321,24 +349,32 @@ fn exec_is_asynchronous() {
     let s = setup(&rt, &desc);
     let stream = rt.stream_create().unwrap();
     let ev = rt.event_create().unwrap();
-    assert!(rt.event_query(ev).unwrap(), "an event never recorded is complete");
+    // SAFETY: see the note at the top of this file.
+    assert!(unsafe { rt.event_query(ev) }.unwrap(), "an event never recorded is complete");
     let t0 = Instant::now();
     exec(&rt, &s, C2C, stream).unwrap();
     assert!(t0.elapsed() < latency, "plan_exec waited for the transform");
     assert_eq!(rt.pending_execs(s.plan), 1);
-    rt.event_record(ev, stream).unwrap();
-    assert!(!rt.event_query(ev).unwrap());
-    rt.event_synchronize(ev).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    assert!(!unsafe { rt.event_query(ev) }.unwrap());
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(ev) }.unwrap();
     assert!(t0.elapsed() >= latency);
-    assert!(rt.event_query(ev).unwrap());
+    // SAFETY: see the note at the top of this file.
+    assert!(unsafe { rt.event_query(ev) }.unwrap());
     assert_eq!(rt.pending_execs(s.plan), 0);
     // The null stream is a worker too; stream_synchronize drains it.
     exec(&rt, &s, C2C, RawStream::NULL).unwrap();
     assert_eq!(rt.pending_execs(s.plan), 1);
-    rt.stream_synchronize(RawStream::NULL).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
     assert_eq!(rt.pending_execs(s.plan), 0);
-    rt.event_destroy(ev).unwrap();
-    rt.stream_destroy(stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
     teardown(&rt, s);
     assert!(rt.violations().is_empty(), "{:?}", rt.violations());
 }
@@ -350,34 +386,50 @@ fn events_complete_in_stream_order() {
     let stream = rt.stream_create().unwrap();
     let (e1, e2) = (rt.event_create().unwrap(), rt.event_create().unwrap());
     exec(&rt, &s, C2C, stream).unwrap();
-    rt.event_record(e1, stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(e1, stream) }.unwrap();
     exec(&rt, &s, C2C, stream).unwrap();
-    rt.event_record(e2, stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(e2, stream) }.unwrap();
     assert_eq!(rt.pending_execs(s.plan), 2);
-    rt.event_synchronize(e1).unwrap();
-    assert!(rt.event_query(e1).unwrap());
-    assert!(!rt.event_query(e2).unwrap(), "the second event passed before the work ahead of it");
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(e1) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    assert!(unsafe { rt.event_query(e1) }.unwrap());
+    // SAFETY: see the note at the top of this file.
+    assert!(!unsafe { rt.event_query(e2) }.unwrap(), "the second event passed before the work ahead of it");
     assert_eq!(rt.pending_execs(s.plan), 1);
     // Re-recording moves the marker to the end of the queue.
-    rt.event_record(e1, stream).unwrap();
-    assert!(!rt.event_query(e1).unwrap());
-    rt.event_synchronize(e2).unwrap();
-    rt.event_synchronize(e1).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(e1, stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    assert!(!unsafe { rt.event_query(e1) }.unwrap());
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(e2) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_synchronize(e1) }.unwrap();
     assert_eq!(rt.pending_execs(s.plan), 0);
     // A copy enqueued on the stream runs after the transform ahead of it.
     exec(&rt, &s, C2C, stream).unwrap();
     let copy = rt.malloc(64 * 8).unwrap();
-    rt.memcpy_dtod_async(copy, s.output, 64 * 8, stream).unwrap();
-    rt.stream_synchronize(stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtod_async(copy, s.output, 64 * 8, stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(stream) }.unwrap();
     let (mut a, mut b) = (vec![0u8; 512], vec![1u8; 512]);
-    rt.memcpy_dtoh(&mut a, s.output).unwrap();
-    rt.memcpy_dtoh(&mut b, copy).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut a, s.output) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut b, copy) }.unwrap();
     assert_eq!(a, b);
-    rt.free(copy).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(copy) }.unwrap();
     for e in [e1, e2] {
-        rt.event_destroy(e).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.event_destroy(e) }.unwrap();
     }
-    rt.stream_destroy(stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
     teardown(&rt, s);
     assert!(rt.violations().is_empty(), "{:?}", rt.violations());
 }
@@ -389,15 +441,22 @@ fn destroying_a_stream_finishes_its_work() {
     let stream = rt.stream_create().unwrap();
     let ev = rt.event_create().unwrap();
     exec(&rt, &s, C2C, stream).unwrap();
-    rt.event_record(ev, stream).unwrap();
-    rt.stream_destroy(stream).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_record(ev, stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(stream) }.unwrap();
     assert_eq!(rt.pending_execs(s.plan), 0);
-    assert!(rt.event_query(ev).unwrap());
+    // SAFETY: see the note at the top of this file.
+    assert!(unsafe { rt.event_query(ev) }.unwrap());
     assert_eq!(rt.live_streams(), 0);
-    assert_eq!(hip_code(rt.stream_destroy(stream)), hip_error::hipErrorInvalidResourceHandle);
-    assert_eq!(hip_code(rt.stream_synchronize(stream)), hip_error::hipErrorInvalidResourceHandle);
-    rt.event_destroy(ev).unwrap();
-    assert_eq!(hip_code(rt.event_query(ev)), hip_error::hipErrorInvalidResourceHandle);
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.stream_destroy(stream) }), hip_error::hipErrorInvalidResourceHandle);
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.stream_synchronize(stream) }), hip_error::hipErrorInvalidResourceHandle);
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.event_query(ev) }), hip_error::hipErrorInvalidResourceHandle);
     teardown(&rt, s);
     assert_eq!(rt.violations().len(), 3, "{:?}", rt.violations());
 }
@@ -409,13 +468,16 @@ fn the_work_area_is_really_the_scratch_space() {
     let s = setup(&rt, &desc);
     let size = rt.plan_create(&PlanDesc::new(C2C, &[2, 4], 1), PlanOptions::default()).unwrap();
     assert_eq!(size.work_size, 0, "tiny transforms need no work area");
-    rt.plan_destroy(size.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(size.plan) }.unwrap();
     let bytes = 40 * 3 * 16;
     let mut before = vec![0u8; bytes];
-    rt.memcpy_dtoh(&mut before, s.work).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut before, s.work) }.unwrap();
     exec(&rt, &s, Z2Z, RawStream::NULL).unwrap();
     let mut after = vec![0u8; bytes];
-    rt.memcpy_dtoh(&mut after, s.work).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut after, s.work) }.unwrap();
     assert_ne!(before, after);
     teardown(&rt, s);
 }
@@ -429,7 +491,8 @@ fn c2r_clobbers_its_input() {
         let original = random_input(&desc, 1);
         exec(&rt, &s, t, RawStream::NULL).unwrap();
         let mut now = vec![0u8; original.len()];
-        rt.memcpy_dtoh(&mut now, s.input).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.memcpy_dtoh(&mut now, s.input) }.unwrap();
         let diff = rel_l2_error(&gather_input(&desc, &now), &gather_input(&desc, &original));
         assert!(diff > 0.1, "{t} left its input intact");
         teardown(&rt, s);
@@ -448,11 +511,14 @@ fn auto_allocation_and_plain_host_pointers() {
     let input = random_input(&desc, 4);
     let mut output = vec![0u8; e.output_bytes];
     let (ip, op) = (DevicePtr::from_ptr(input.as_ptr()), DevicePtr::from_ptr(output.as_mut_ptr()));
-    rt.plan_exec(p.plan, D2Z, RawStream::NULL, None, ip, op, Direction::Forward).unwrap();
-    rt.stream_synchronize(RawStream::NULL).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(p.plan, D2Z, RawStream::NULL, None, ip, op, Direction::Forward) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
     let err = rel_l2_error(&gather_output(&desc, &output), &expected_output(&desc, Direction::Forward, &input));
     assert!(err <= 1e-12, "{err:e}");
-    rt.plan_destroy(p.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(p.plan) }.unwrap();
     assert!(rt.violations().is_empty(), "{:?}", rt.violations());
     assert_eq!(rt.allocated_bytes(), 0);
 }
@@ -472,65 +538,84 @@ fn bad_exec_arguments_are_refused_with_hipffts_codes() {
     };
     expect(exec(&rt, &s, C2C, RawStream::NULL), code::INVALID_VALUE, "R2C plan");
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), DevicePtr::NULL, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), DevicePtr::NULL, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "null",
     );
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(DevicePtr::NULL), s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(DevicePtr::NULL), s.input, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "null work area",
     );
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream(0xdead0), Some(s.work), s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream(0xdead0), Some(s.work), s.input, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "unknown stream",
     );
     let small = rt.malloc(16).unwrap();
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(small), s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(small), s.input, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "run past the end",
     );
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), s.input, small, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), s.input, small, Direction::Forward) },
         code::INVALID_VALUE,
         "output",
     );
-    rt.free(small).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(small) }.unwrap();
     expect(
-        rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), small, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(s.plan, R2C, RawStream::NULL, Some(s.work), small, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "already freed",
     );
     // No work area ever set on a plan that needs one.
     let p2 = rt.plan_create(&desc, PlanOptions::default()).unwrap();
     expect(
-        rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward) },
         code::INVALID_VALUE,
         "no work area set",
     );
     // Once set, the work area persists (hipfftSetWorkArea).
-    rt.plan_exec(p2.plan, R2C, RawStream::NULL, Some(s.work), s.input, s.output, Direction::Forward).unwrap();
-    rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward).unwrap();
-    rt.stream_synchronize(RawStream::NULL).unwrap();
-    rt.plan_destroy(p2.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(p2.plan, R2C, RawStream::NULL, Some(s.work), s.input, s.output, Direction::Forward) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(p2.plan) }.unwrap();
     expect(
-        rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(p2.plan, R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward) },
         code::INVALID_PLAN,
         "destroyed plan",
     );
-    expect(rt.plan_destroy(p2.plan), code::INVALID_PLAN, "double destroy");
-    expect(rt.plan_destroy(hipfft_pool::RawPlan(0x77)), code::INVALID_PLAN, "unknown plan");
+    // SAFETY: see the note at the top of this file.
+    expect(unsafe { rt.plan_destroy(p2.plan) }, code::INVALID_PLAN, "double destroy");
+    // SAFETY: see the note at the top of this file.
+    expect(unsafe { rt.plan_destroy(hipfft_pool::RawPlan(0x77)) }, code::INVALID_PLAN, "unknown plan");
     expect(
-        rt.plan_exec(hipfft_pool::RawPlan(0x77), R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward),
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_exec(hipfft_pool::RawPlan(0x77), R2C, RawStream::NULL, None, s.input, s.output, Direction::Forward) },
         code::INVALID_PLAN,
         "unknown plan",
     );
     teardown(&rt, s);
-    assert_eq!(hip_code(rt.free(DevicePtr(0x1234))), hip_error::hipErrorInvalidValue);
-    assert_eq!(hip_code(rt.memcpy_htod(DevicePtr::NULL, &[1])), hip_error::hipErrorInvalidValue);
-    assert_eq!(hip_code(rt.stream_destroy(RawStream::NULL)), hip_error::hipErrorInvalidResourceHandle);
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.free(DevicePtr(0x1234)) }), hip_error::hipErrorInvalidValue);
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.memcpy_htod(DevicePtr::NULL, &[1]) }), hip_error::hipErrorInvalidValue);
+    // SAFETY: see the note at the top of this file.
+    assert_eq!(hip_code(unsafe { rt.stream_destroy(RawStream::NULL) }), hip_error::hipErrorInvalidResourceHandle);
     assert_eq!(rt.violations().len(), misuses + 3);
 }
 
@@ -568,7 +653,8 @@ fn concurrent_exec_on_one_plan_is_caught() {
     for w in workers {
         w.join().unwrap();
     }
-    rt.stream_synchronize(RawStream::NULL).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(RawStream::NULL) }.unwrap();
     let v = rt.violations();
     assert!(v.iter().any(|l| l.contains("interleaved on plan")), "{v:?}");
     let s = Arc::try_unwrap(s).ok().unwrap();
@@ -581,13 +667,15 @@ fn destroy_with_pending_executions_is_a_violation() {
     let s = setup(&rt, &PlanDesc::new(C2C, &[64], 1));
     exec(&rt, &s, C2C, RawStream::NULL).unwrap();
     exec(&rt, &s, C2C, RawStream::NULL).unwrap();
-    rt.plan_destroy(s.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(s.plan) }.unwrap();
     assert_eq!(rt.pending_execs(s.plan), 0);
     let v = rt.violations();
     assert_eq!(v.len(), 1, "{v:?}");
     assert!(v[0].contains("destroy of plan") && v[0].contains("2 executions pending"), "{v:?}");
     for b in [s.work, s.input, s.output] {
-        rt.free(b).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.free(b) }.unwrap();
     }
 }
 
@@ -613,18 +701,23 @@ fn wrong_current_device_is_a_violation() {
     assert_eq!(fft_code(exec(&rt, &s, C2C, s0)), code::INVALID_DEVICE);
     rt.set_device(0).unwrap();
     assert_eq!(fft_code(exec(&rt, &s, C2C, s1)), code::INVALID_DEVICE);
-    rt.stream_synchronize(s1).unwrap();
-    rt.plan_destroy(s.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(s1) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(s.plan) }.unwrap();
     let v = rt.violations();
     assert_eq!(v.len(), 4, "{v:?}");
     assert!(v[0].contains("plan_create for device 0 with device 1 current"), "{v:?}");
     assert!(v[1].contains("on stream") && v[1].contains("of device 0"), "{v:?}");
     assert!(v[2].contains("with device 0 current"), "{v:?}");
     assert!(v[3].contains("destroy of plan") && v[3].contains("with device 0 current"), "{v:?}");
-    rt.stream_destroy(s0).unwrap();
-    rt.stream_destroy(s1).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(s0) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_destroy(s1) }.unwrap();
     for b in [s.work, s.input, s.output] {
-        rt.free(b).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.free(b) }.unwrap();
     }
 }
 
@@ -639,22 +732,26 @@ fn handle_counts_are_ground_truth() {
     assert!(plans.iter().all(|p| p.0 >= 0x1000 && p.0 % 16 == 0));
     assert_eq!((rt.live_handles(), rt.peak_live_handles(), rt.created_total(), rt.destroyed_total()), (5, 5, 5, 0));
     for p in &plans[..3] {
-        rt.plan_destroy(*p).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_destroy(*p) }.unwrap();
     }
     let again = rt.plan_create(&desc, PlanOptions::default()).unwrap().plan;
     assert!(!plans.contains(&again), "handle values are never reused");
     assert_eq!((rt.live_handles(), rt.peak_live_handles(), rt.created_total(), rt.destroyed_total()), (3, 5, 6, 3));
     assert!(!rt.is_live(plans[0]) && rt.is_live(plans[4]) && rt.is_live(again));
     for p in plans[3..].iter().chain([&again]) {
-        rt.plan_destroy(*p).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_destroy(*p) }.unwrap();
     }
     assert_eq!((rt.live_handles(), rt.destroyed_total()), (0, 6));
     let a = rt.malloc(1000).unwrap();
     let z = rt.malloc(0).unwrap();
     assert!(!z.is_null() && a.0.is_multiple_of(64));
     assert_eq!(rt.allocated_bytes(), 1000);
-    rt.free(a).unwrap();
-    rt.free(z).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(a) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(z) }.unwrap();
     assert_eq!(rt.allocated_bytes(), 0);
     assert!(rt.violations().is_empty());
 }
@@ -676,7 +773,8 @@ fn every_fault_injection_does_what_it_says() {
     let plans: Vec<_> = made.into_iter().flatten().map(|c| c.plan).collect();
 
     rt.set_faults(SimConfig { fail_destroy_every: Some(2), ..SimConfig::default() });
-    let results: Vec<_> = plans.iter().map(|p| rt.plan_destroy(*p)).collect();
+    // SAFETY: see the note at the top of this file.
+    let results: Vec<_> = plans.iter().map(|p| unsafe { rt.plan_destroy(*p) }).collect();
     assert!(results[0].is_ok() && results[2].is_ok());
     assert_eq!(fft_code(results[1].clone()), code::INTERNAL_ERROR);
     assert_eq!(fft_code(results[3].clone()), code::INTERNAL_ERROR);
@@ -692,17 +790,21 @@ fn every_fault_injection_does_what_it_says() {
 
     rt.set_faults(SimConfig { fail_event_every: Some(2), ..SimConfig::default() });
     let ev = rt.event_create().unwrap();
-    let r: Vec<_> = (0..4).map(|_| rt.event_record(ev, RawStream::NULL)).collect();
+    // SAFETY: see the note at the top of this file.
+    let r: Vec<_> = (0..4).map(|_| unsafe { rt.event_record(ev, RawStream::NULL) }).collect();
     assert!(r[0].is_ok() && r[2].is_ok());
     assert_eq!(hip_code(r[1].clone()), hip_error::hipErrorInvalidValue);
-    rt.event_destroy(ev).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.event_destroy(ev) }.unwrap();
 
     rt.set_faults(SimConfig { fail_malloc_every: Some(2), ..SimConfig::default() });
     let a = rt.malloc(8).unwrap();
     assert_eq!(hip_code(rt.malloc(8)), hip_error::hipErrorOutOfMemory);
     let b = rt.malloc(8).unwrap();
-    rt.free(a).unwrap();
-    rt.free(b).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(a) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.free(b) }.unwrap();
 
     rt.set_faults(SimConfig {
         create_latency: Duration::from_millis(40),
@@ -713,7 +815,8 @@ fn every_fault_injection_does_what_it_says() {
     let p = rt.plan_create(&desc, opts).unwrap();
     assert!(t0.elapsed() >= Duration::from_millis(40));
     let t1 = Instant::now();
-    rt.plan_destroy(p.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(p.plan) }.unwrap();
     assert!(t1.elapsed() >= Duration::from_millis(40));
 
     rt.set_faults(SimConfig::default());
@@ -776,11 +879,13 @@ fn creation_above_the_live_limit_hangs_in_a_pipe_read() {
         assert_eq!(fft_code(r), code::INTERNAL_ERROR);
         assert_eq!((rt.blocked_calls(), rt.live_handles(), rt.created_total()), (0, 2, 2));
     }
-    rt.plan_destroy(a.plan).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.plan_destroy(a.plan) }.unwrap();
     // Below the limit again: creation goes through.
     let c = rt.plan_create(&desc, PlanOptions::default()).unwrap();
     for p in [b.plan, c.plan] {
-        rt.plan_destroy(p).unwrap();
+        // SAFETY: see the note at the top of this file.
+        unsafe { rt.plan_destroy(p) }.unwrap();
     }
     assert_eq!(rt.peak_live_handles(), 3);
     assert!(rt.violations().is_empty());
@@ -802,7 +907,8 @@ fn injected_create_and_destroy_hangs() {
     let p = rt.plan_create(&desc, PlanOptions::default()).unwrap();
     rt.set_faults(SimConfig { block_destroy: true, ..SimConfig::default() });
     let r2 = rt.clone();
-    let rx = spawn("blocked-destroy", move || r2.plan_destroy(p.plan));
+    // SAFETY: see the note at the top of this file.
+    let rx = spawn("blocked-destroy", move || unsafe { r2.plan_destroy(p.plan) });
     wait_until("the destroy to block", Duration::from_secs(5), || rt.blocked_calls() == 1);
     assert_eq!(rt.live_handles(), 1);
     rt.unblock_all();

@@ -98,7 +98,8 @@ extern "C" fn hook_create(ctx: *mut c_void, dev: c_int, ty: c_int, n: i64, batch
 extern "C" fn hook_destroy(ctx: *mut c_void, handle: i64) {
     // SAFETY: as above.
     let ctx = unsafe { &*(ctx as *const HookCtx) };
-    if let Err(e) = ctx.rt.plan_destroy(RawPlan(handle as usize)) {
+    // SAFETY: the baseline destroys each plan it made once, after its last use.
+    if let Err(e) = unsafe { ctx.rt.plan_destroy(RawPlan(handle as usize)) } {
         eprintln!("baseline destroy failed: {e}");
     }
 }
@@ -175,7 +176,9 @@ pub struct NullRuntime {
     next: AtomicUsize,
 }
 
-impl Runtime for NullRuntime {
+// SAFETY: no call of this runtime dereferences anything, so the made-up pointers and handles
+// it returns are valid for every call it makes (none touches memory).
+unsafe impl Runtime for NullRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Sim
     }
@@ -195,7 +198,7 @@ impl Runtime for NullRuntime {
         let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         Ok(CreatedPlan { plan: RawPlan(0x1000 + n * 16), work_size: 0 })
     }
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         _plan: RawPlan,
         _transform: TransformType,
@@ -207,46 +210,46 @@ impl Runtime for NullRuntime {
     ) -> Result<()> {
         Ok(())
     }
-    fn plan_destroy(&self, _plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, _plan: RawPlan) -> Result<()> {
         Ok(())
     }
     fn event_create(&self) -> Result<RawEvent> {
         Ok(RawEvent(1))
     }
-    fn event_record(&self, _event: RawEvent, _stream: RawStream) -> Result<()> {
+    unsafe fn event_record(&self, _event: RawEvent, _stream: RawStream) -> Result<()> {
         Ok(())
     }
-    fn event_query(&self, _event: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, _event: RawEvent) -> Result<bool> {
         Ok(true)
     }
-    fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
+    unsafe fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
         Ok(())
     }
-    fn event_destroy(&self, _event: RawEvent) -> Result<()> {
+    unsafe fn event_destroy(&self, _event: RawEvent) -> Result<()> {
         Ok(())
     }
     fn stream_create(&self) -> Result<RawStream> {
         Ok(RawStream(1))
     }
-    fn stream_synchronize(&self, _stream: RawStream) -> Result<()> {
+    unsafe fn stream_synchronize(&self, _stream: RawStream) -> Result<()> {
         Ok(())
     }
-    fn stream_destroy(&self, _stream: RawStream) -> Result<()> {
+    unsafe fn stream_destroy(&self, _stream: RawStream) -> Result<()> {
         Ok(())
     }
     fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
         Ok(DevicePtr(0x10_0000 + bytes))
     }
-    fn free(&self, _ptr: DevicePtr) -> Result<()> {
+    unsafe fn free(&self, _ptr: DevicePtr) -> Result<()> {
         Ok(())
     }
-    fn memcpy_htod(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
+    unsafe fn memcpy_htod(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
         Ok(())
     }
-    fn memcpy_dtoh(&self, _dst: &mut [u8], _src: DevicePtr) -> Result<()> {
+    unsafe fn memcpy_dtoh(&self, _dst: &mut [u8], _src: DevicePtr) -> Result<()> {
         Ok(())
     }
-    fn memcpy_dtod_async(&self, _dst: DevicePtr, _src: DevicePtr, _bytes: usize, _stream: RawStream) -> Result<()> {
+    unsafe fn memcpy_dtod_async(&self, _dst: DevicePtr, _src: DevicePtr, _bytes: usize, _stream: RawStream) -> Result<()> {
         Ok(())
     }
 }

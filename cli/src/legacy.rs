@@ -24,7 +24,8 @@
 //!   cache's plans ran on and then calls `hipfftDestroy` on the evicted plan at once, in the
 //!   miss, whatever references remain (using one later is an error, never a use after free).
 
-use std::collections::{HashSet, VecDeque};
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -90,9 +91,11 @@ impl LegacyCounts {
 struct Shared {
     rt: Arc<dyn Runtime>,
     counts: Arc<LegacyCounts>,
-    /// Streams the cache's plans ran on (an eager eviction synchronizes them all, as the
-    /// device-wide synchronization inside `hipFree` would).
-    streams: Mutex<HashSet<RawStream>>,
+    /// Streams with an execution whose lease is still held, with how many: what an eager
+    /// eviction synchronizes, as the device-wide synchronization inside `hipFree` would.
+    /// Only these: a stream whose leases are all gone may be destroyed already, and
+    /// synchronizing it then is a use after free (on CUDA it is).
+    streams: Mutex<HashMap<RawStream, usize>>,
     /// `deferred`: references held until the event recorded after their execution completes.
     pending: Mutex<VecDeque<(RawEvent, Held)>>,
 }
@@ -111,7 +114,9 @@ impl LegacyPlan {
             return;
         }
         let rt = &*self.shared.rt;
-        let r = with_device(rt, self.desc.device, || rt.plan_destroy(self.made.plan));
+        // SAFETY: `destroyed` makes this the only destroy; the eager path synchronized the
+        // streams first, the deferred one destroys after the last reference's execution.
+        let r = with_device(rt, self.desc.device, || unsafe { rt.plan_destroy(self.made.plan) });
         let c = &self.shared.counts;
         c.destroys.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = r {
@@ -129,11 +134,38 @@ impl Drop for LegacyPlan {
     }
 }
 
-/// One execution's reference, counted in flight until dropped.
-struct Held(Arc<LegacyPlan>);
+/// One execution's reference, counted in flight until dropped, with the stream its
+/// execution ran on (counted in `Shared::streams` while it is held).
+struct Held(Arc<LegacyPlan>, Cell<Option<RawStream>>);
+
+impl Held {
+    /// Records the stream an execution is enqueued on.
+    fn ran_on(&self, stream: RawStream) {
+        if self.1.get() == Some(stream) {
+            return;
+        }
+        let mut streams = lock(&self.0.shared.streams);
+        if let Some(old) = self.1.replace(Some(stream)) {
+            forget_stream(&mut streams, old);
+        }
+        *streams.entry(stream).or_default() += 1;
+    }
+}
+
+fn forget_stream(streams: &mut HashMap<RawStream, usize>, s: RawStream) {
+    if let Some(n) = streams.get_mut(&s) {
+        *n -= 1;
+        if *n == 0 {
+            streams.remove(&s);
+        }
+    }
+}
 
 impl Drop for Held {
     fn drop(&mut self) {
+        if let Some(s) = self.1.take() {
+            forget_stream(&mut lock(&self.0.shared.streams), s);
+        }
         self.0.shared.counts.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -155,7 +187,7 @@ impl LegacyCache {
         let shared = Arc::new(Shared {
             rt,
             counts: Arc::default(),
-            streams: Mutex::new(HashSet::new()),
+            streams: Mutex::new(HashMap::new()),
             pending: Mutex::new(VecDeque::new()),
         });
         Ok(LegacyCache { shared, lru: Mutex::new(LruCache::new(cap)), options, destroy })
@@ -170,12 +202,14 @@ impl LegacyCache {
                 let done = match q.front() {
                     None => return,
                     Some((ev, _)) if wait => {
-                        if let Err(e) = rt.event_synchronize(*ev) {
+                        // SAFETY: a pending entry owns its live event until it is popped.
+                        if let Err(e) = unsafe { rt.event_synchronize(*ev) } {
                             tracing::warn!(error = %e, "legacy cache: event synchronize failed");
                         }
                         true
                     }
-                    Some((ev, _)) => rt.event_query(*ev).unwrap_or(true),
+                    // SAFETY: as above.
+                    Some((ev, _)) => unsafe { rt.event_query(*ev) }.unwrap_or(true),
                 };
                 if !done {
                     return;
@@ -185,7 +219,10 @@ impl LegacyCache {
             // Dropped outside the lock: the last reference destroys the plan here.
             if let Some((ev, held)) = next {
                 drop(held);
-                let _ = rt.event_destroy(ev);
+                // SAFETY: popped, so nobody else holds it; it is not used again.
+                if let Err(e) = unsafe { rt.event_destroy(ev) } {
+                    tracing::warn!(error = %e, "legacy cache: event destroy failed");
+                }
             }
         }
     }
@@ -212,10 +249,13 @@ impl LegacyCache {
     }
 
     fn sync_streams(&self) {
-        let streams: Vec<RawStream> = lock(&self.shared.streams).iter().copied().collect();
+        let streams: Vec<RawStream> = lock(&self.shared.streams).keys().copied().collect();
         for s in streams {
-            // A stream the probe has destroyed since reports an error; nothing runs on it.
-            let _ = self.shared.rt.stream_synchronize(s);
+            // SAFETY: only streams of leases still held: the probe finishes or drops each
+            // lease before it destroys the stream the lease ran on.
+            if let Err(e) = unsafe { self.shared.rt.stream_synchronize(s) } {
+                tracing::warn!(error = %e, "legacy cache: stream synchronize failed");
+            }
         }
     }
 }
@@ -243,7 +283,7 @@ impl PlanSource for LegacyCache {
         let c = &self.shared.counts;
         let lease = |p: Arc<LegacyPlan>| {
             c.in_flight.fetch_add(1, Ordering::SeqCst);
-            LegacyLease { held: Held(p), destroy: self.destroy }
+            LegacyLease { held: Held(p, Cell::new(None)), destroy: self.destroy }
         };
         self.reap(false);
         if let Some(p) = lock(&self.lru).get(desc) {
@@ -300,9 +340,21 @@ impl ProbeLease for LegacyLease {
         if p.destroyed.load(Ordering::SeqCst) {
             return Err(Error::InvalidArgument { name: "plan", reason: "destroyed by an eager eviction while still referenced".into() });
         }
-        lock(&p.shared.streams).insert(stream.raw());
+        // The typed buffers carry their sizes: check them, so the safe signature cannot
+        // reach past an allocation.
+        let ext = p.desc.extents()?;
+        if input.len() < ext.input_bytes || output.len() < ext.output_bytes {
+            return Err(Error::InvalidArgument { name: "input/output", reason: "smaller than the descriptor's extents".into() });
+        }
+        if work.is_some_and(|w| w.len() < p.made.work_size) {
+            return Err(Error::InvalidArgument { name: "work_area", reason: "smaller than the plan's work size".into() });
+        }
+        self.held.ran_on(stream.raw());
         let rt = &*p.shared.rt;
-        with_device(rt, p.desc.device, || {
+        // SAFETY: the plan is live (checked above, and the held reference keeps it); the
+        // sizes are checked; the buffers and the stream are the probe's, of this runtime,
+        // and outlive the execution (`finish` waits for it, or its event does).
+        with_device(rt, p.desc.device, || unsafe {
             rt.plan_exec(p.made.plan, p.desc.transform, stream.raw(), work.map(|w| w.ptr()), input.ptr(), output.ptr(), direction)
         })
     }
@@ -316,10 +368,12 @@ impl ProbeLease for LegacyLease {
         }
         let shared = held.0.shared.clone();
         let rt = &*shared.rt;
-        let event = rt.event_create().and_then(|ev| match rt.event_record(ev, stream.raw()) {
+        // SAFETY: `ev` was just made; `stream` is the wrapper's live stream.
+        let event = rt.event_create().and_then(|ev| match unsafe { rt.event_record(ev, stream.raw()) } {
             Ok(()) => Ok(ev),
             Err(e) => {
-                let _ = rt.event_destroy(ev);
+                // SAFETY: made above, recorded nowhere, not used again.
+                let _ = unsafe { rt.event_destroy(ev) };
                 Err(e)
             }
         });

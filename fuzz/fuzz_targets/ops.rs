@@ -177,7 +177,9 @@ fuzz_target!(|input: Input| {
                     Ok::<_, Error>((d_in, d_out, work))
                 })();
                 let Ok((d_in, d_out, work)) = bufs else { continue };
-                match l.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction, work.as_ref().map(|w| w.ptr())) {
+                // SAFETY: buffers of the pool's runtime sized from the validated extents and the
+                // work size; they live in `jobs` (and the stream here) past the transform.
+                match unsafe { l.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction, work.as_ref().map(|w| w.ptr())) } {
                     Ok(()) => jobs.push(Job { desc, direction, input, _d_in: d_in, d_out, _work: work }),
                     Err(e) => {
                         assert!(faults.fail_exec_every.is_some(), "exec failed without an injected fault: {e}");
@@ -193,7 +195,8 @@ fuzz_target!(|input: Input| {
             }
             Op::ReleaseAfter(i) if !held.is_empty() => {
                 let l = held.swap_remove(*i as usize % held.len());
-                if let Err(e) = l.release_after(stream.raw()) {
+                // SAFETY: the target's live stream of the pool's runtime.
+                if let Err(e) = unsafe { l.release_after(stream.raw()) } {
                     assert!(faults.fail_event_every.is_some() || shut_down, "release_after failed: {}", e.error);
                     assert!(clear(&e.error), "unclear release_after error: {}", e.error);
                     stream.synchronize().unwrap();

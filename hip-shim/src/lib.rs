@@ -21,9 +21,13 @@
 //! area are per-handle state consumed by `hipfftExec*`.
 //!
 //! Every export is behind a panic boundary (a panic returns `HIPFFT_INTERNAL_ERROR` /
-//! `hipErrorUnknown`) and checks its pointers.
+//! `hipErrorUnknown`) and checks its pointers for null. What it cannot check is HIP's own
+//! contract (a handle the library gave out, a pointer to memory of the size passed): the C
+//! caller promises that, and each `SAFETY:` comment says which promise a call relies on. The
+//! exports' `# Safety` is hipFFT's and HIP's documentation, so they carry none of their own.
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
+#![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_longlong, c_uint, c_void};
@@ -210,6 +214,7 @@ pub unsafe extern "C" fn hipfftCreate(plan: *mut *mut c_void) -> c_int {
         }
         let h = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed) << 4;
         plans().insert(h, PlanSlot { auto_allocation: true, made: None, stream: RawStream::NULL, work_area: None });
+        // SAFETY: non-null, and the caller promises it points to a writable handle.
         unsafe { *plan = h as *mut c_void };
         fft::SUCCESS
     })
@@ -221,7 +226,9 @@ pub unsafe extern "C" fn hipfftDestroy(plan: *mut c_void) -> c_int {
     hipfft_guard("hipfftDestroy", |b| {
         let Some(slot) = plans().remove(&(plan as usize)) else { return fft::INVALID_PLAN };
         match slot.made {
-            Some((raw, _)) => fft_done(b.plan_destroy(raw)),
+            // SAFETY: the slot was just removed, so nobody else reaches `raw`; the caller
+            // promises (as hipFFT requires) no execution of it is still pending.
+            Some((raw, _)) => fft_done(unsafe { b.plan_destroy(raw) }),
             None => fft::SUCCESS,
         }
     })
@@ -240,10 +247,14 @@ pub unsafe extern "C" fn hipfftSetAutoAllocation(plan: *mut c_void, auto_allocat
 
 /// One side of the advanced layout: a null embed is the packed layout (stride and distance
 /// ignored, as hipFFT does).
+///
+/// # Safety
+/// `embed` is null or points to `rank` readable `long long`s.
 unsafe fn side(rank: usize, embed: *const c_longlong, stride: c_longlong, dist: c_longlong) -> Option<Layout> {
     if embed.is_null() {
         return None;
     }
+    // SAFETY: non-null, and the caller promises `rank` readable entries.
     let e = unsafe { std::slice::from_raw_parts(embed, rank) };
     Some(Layout::new(e, stride, dist))
 }
@@ -279,9 +290,12 @@ pub unsafe extern "C" fn hipfftMakePlanMany64(
         }
         let Ok(transform) = TransformType::from_raw(ty) else { return fft::INVALID_TYPE };
         let r = rank as usize;
+        // SAFETY: non-null, rank checked; the caller promises `rank` lengths.
         let dims = unsafe { std::slice::from_raw_parts(n, r) };
         let mut desc = PlanDesc::new(transform, dims, batch);
+        // SAFETY: the caller promises `rank` entries behind each non-null embed.
         desc.input = unsafe { side(r, inembed, istride, idist) };
+        // SAFETY: as above.
         desc.output = unsafe { side(r, onembed, ostride, odist) };
         desc.device = match b.current_device() {
             Ok(d) => d,
@@ -300,11 +314,13 @@ pub unsafe extern "C" fn hipfftMakePlanMany64(
             // Destroyed or made by another thread meanwhile (a caller bug): do not leak.
             _ => {
                 drop(map);
-                let _ = b.plan_destroy(created.plan);
+                // SAFETY: just created here, never stored, never executed.
+                let _ = unsafe { b.plan_destroy(created.plan) };
                 return fft::INVALID_PLAN;
             }
         }
         if !work_size.is_null() {
+            // SAFETY: non-null, and the caller promises it is writable.
             unsafe { *work_size = created.work_size };
         }
         fft::SUCCESS
@@ -333,7 +349,13 @@ pub unsafe extern "C" fn hipfftSetWorkArea(plan: *mut c_void, work_area: *mut c_
     })
 }
 
-fn exec(
+/// Every `hipfftExec*`: the slot's plan, stream and work area, and the caller's buffers.
+///
+/// # Safety
+/// hipFFT's contract for the exec: `input` and `output` are device memory of the plan's
+/// sizes, the stream set on the plan is live, and all stay valid until the transform
+/// completes.
+unsafe fn exec(
     name: &'static str,
     plan: *mut c_void,
     expect: TransformType,
@@ -357,7 +379,9 @@ fn exec(
         } else {
             Direction::Inverse
         };
-        fft_done(b.plan_exec(
+        // SAFETY: `raw` is the slot's live plan made for `transform`; the caller promises
+        // the buffers, the stream and the work area it set (hipFFT's contract).
+        fft_done(unsafe { b.plan_exec(
             raw,
             transform,
             slot.stream,
@@ -365,44 +389,50 @@ fn exec(
             DevicePtr::from_ptr(input),
             DevicePtr::from_ptr(output),
             direction,
-        ))
+        ) })
     })
 }
 
 /// `hipfftResult hipfftExecC2C(hipfftHandle plan, hipfftComplex* idata, hipfftComplex* odata, int direction);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecC2C(plan: *mut c_void, i: *mut c_void, o: *mut c_void, direction: c_int) -> c_int {
-    exec("hipfftExecC2C", plan, TransformType::C2C, i, o, direction)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecC2C", plan, TransformType::C2C, i, o, direction) }
 }
 
 /// `hipfftResult hipfftExecR2C(hipfftHandle plan, hipfftReal* idata, hipfftComplex* odata);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecR2C(plan: *mut c_void, i: *mut c_void, o: *mut c_void) -> c_int {
-    exec("hipfftExecR2C", plan, TransformType::R2C, i, o, sys::HIPFFT_FORWARD)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecR2C", plan, TransformType::R2C, i, o, sys::HIPFFT_FORWARD) }
 }
 
 /// `hipfftResult hipfftExecC2R(hipfftHandle plan, hipfftComplex* idata, hipfftReal* odata);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecC2R(plan: *mut c_void, i: *mut c_void, o: *mut c_void) -> c_int {
-    exec("hipfftExecC2R", plan, TransformType::C2R, i, o, sys::HIPFFT_BACKWARD)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecC2R", plan, TransformType::C2R, i, o, sys::HIPFFT_BACKWARD) }
 }
 
 /// `hipfftResult hipfftExecZ2Z(hipfftHandle plan, hipfftDoubleComplex* idata, hipfftDoubleComplex* odata, int direction);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecZ2Z(plan: *mut c_void, i: *mut c_void, o: *mut c_void, direction: c_int) -> c_int {
-    exec("hipfftExecZ2Z", plan, TransformType::Z2Z, i, o, direction)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecZ2Z", plan, TransformType::Z2Z, i, o, direction) }
 }
 
 /// `hipfftResult hipfftExecD2Z(hipfftHandle plan, hipfftDoubleReal* idata, hipfftDoubleComplex* odata);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecD2Z(plan: *mut c_void, i: *mut c_void, o: *mut c_void) -> c_int {
-    exec("hipfftExecD2Z", plan, TransformType::D2Z, i, o, sys::HIPFFT_FORWARD)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecD2Z", plan, TransformType::D2Z, i, o, sys::HIPFFT_FORWARD) }
 }
 
 /// `hipfftResult hipfftExecZ2D(hipfftHandle plan, hipfftDoubleComplex* idata, hipfftDoubleReal* odata);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipfftExecZ2D(plan: *mut c_void, i: *mut c_void, o: *mut c_void) -> c_int {
-    exec("hipfftExecZ2D", plan, TransformType::Z2D, i, o, sys::HIPFFT_BACKWARD)
+    // SAFETY: the caller's promise for this exec, passed on.
+    unsafe { exec("hipfftExecZ2D", plan, TransformType::Z2D, i, o, sys::HIPFFT_BACKWARD) }
 }
 
 /// The shim's crate version as `major * 10_000 + minor * 100 + patch`.
@@ -420,6 +450,7 @@ pub unsafe extern "C" fn hipfftGetVersion(version: *mut c_int) -> c_int {
         if version.is_null() {
             return fft::INVALID_VALUE;
         }
+        // SAFETY: non-null, and the caller promises it is writable.
         unsafe { *version = version_small() };
         fft::SUCCESS
     })
@@ -437,6 +468,7 @@ pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> c_int {
         }
         match b.device_count() {
             Ok(n) => {
+                // SAFETY: non-null, and the caller promises it is writable.
                 unsafe { *count = n };
                 if n == 0 { he::hipErrorNoDevice } else { he::hipSuccess }
             }
@@ -454,6 +486,7 @@ pub unsafe extern "C" fn hipGetDevice(device: *mut c_int) -> c_int {
         }
         match b.current_device() {
             Ok(d) => {
+                // SAFETY: non-null, and the caller promises it is writable.
                 unsafe { *device = d };
                 he::hipSuccess
             }
@@ -486,6 +519,8 @@ pub unsafe extern "C" fn hipDeviceGetName(name: *mut c_char, len: c_int, device:
             None => format!("hip-shim over {} device {device}", b.kind()),
         };
         let bytes: Vec<u8> = text.bytes().filter(|&c| c != 0).take(len as usize - 1).collect();
+        // SAFETY: `name` holds `len` bytes (the caller's promise) and at most `len - 1` are
+        // copied, plus the NUL.
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), name, bytes.len());
             *name.add(bytes.len()) = 0;
@@ -509,6 +544,7 @@ pub unsafe extern "C" fn hipRuntimeGetVersion(version: *mut c_int) -> c_int {
         if version.is_null() {
             return he::hipErrorInvalidValue;
         }
+        // SAFETY: non-null, and the caller promises it is writable.
         unsafe { *version = version_hip() };
         he::hipSuccess
     })
@@ -521,6 +557,7 @@ pub unsafe extern "C" fn hipDriverGetVersion(version: *mut c_int) -> c_int {
         if version.is_null() {
             return he::hipErrorInvalidValue;
         }
+        // SAFETY: non-null, and the caller promises it is writable.
         unsafe { *version = version_hip() };
         he::hipSuccess
     })
@@ -535,11 +572,13 @@ pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int 
         }
         // hipMalloc(0) succeeds with a null pointer.
         if size == 0 {
+            // SAFETY: non-null, and the caller promises it is writable.
             unsafe { *ptr = std::ptr::null_mut() };
             return he::hipSuccess;
         }
         match b.malloc(size) {
             Ok(p) => {
+                // SAFETY: as above.
                 unsafe { *ptr = p.as_ptr() };
                 he::hipSuccess
             }
@@ -551,10 +590,21 @@ pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> c_int 
 /// `hipError_t hipFree(void* ptr);` (null is a no-op)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipFree(ptr: *mut c_void) -> c_int {
-    hip_guard("hipFree", |b| if ptr.is_null() { he::hipSuccess } else { hip_done(b.free(DevicePtr::from_ptr(ptr))) })
+    hip_guard("hipFree", |b| {
+        if ptr.is_null() {
+            return he::hipSuccess;
+        }
+        // SAFETY: HIP's contract: `ptr` came from hipMalloc and is not used after this call.
+        hip_done(unsafe { b.free(DevicePtr::from_ptr(ptr)) })
+    })
 }
 
-fn copy(
+/// `hipMemcpy` and `hipMemcpyAsync`.
+///
+/// # Safety
+/// HIP's contract: `dst` and `src` hold `bytes` bytes of the memory `kind` names, and
+/// `stream` is live; for an asynchronous copy, both stay valid until it completes.
+unsafe fn copy(
     b: &Arc<dyn Runtime>,
     dst: *mut c_void,
     src: *const c_void,
@@ -570,23 +620,32 @@ fn copy(
     }
     let r = match kind {
         sys::hipMemcpyHostToHost => {
+            // SAFETY: host memory of `bytes` bytes on both sides (the caller's promise).
             unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), bytes) };
             Ok(())
         }
         // The backend's host copies are synchronous and ordered after the device's prior
         // work, which satisfies hipMemcpyAsync too.
         sys::hipMemcpyHostToDevice => {
+            // SAFETY: `src` is host memory of `bytes` bytes (the caller's promise).
             let host = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) };
-            b.memcpy_htod(DevicePtr::from_ptr(dst), host)
+            // SAFETY: `dst` is device memory of `bytes` bytes (the caller's promise).
+            unsafe { b.memcpy_htod(DevicePtr::from_ptr(dst), host) }
         }
         sys::hipMemcpyDeviceToHost => {
+            // SAFETY: `dst` is writable host memory of `bytes` bytes (the caller's promise).
             let host = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes) };
-            b.memcpy_dtoh(host, DevicePtr::from_ptr(src))
+            // SAFETY: `src` is device memory of `bytes` bytes (the caller's promise).
+            unsafe { b.memcpy_dtoh(host, DevicePtr::from_ptr(src)) }
         }
         sys::hipMemcpyDeviceToDevice => {
             let s = stream.unwrap_or(RawStream::NULL);
-            b.memcpy_dtod_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, s)
-                .and_then(|()| if stream.is_none() { b.stream_synchronize(RawStream::NULL) } else { Ok(()) })
+            // SAFETY: device memory of `bytes` bytes on both sides, kept until the copy
+            // completes, and a live stream (the caller's promise).
+            unsafe { b.memcpy_dtod_async(DevicePtr::from_ptr(dst), DevicePtr::from_ptr(src), bytes, s) }.and_then(|()| {
+                // SAFETY: the null stream is always live.
+                if stream.is_none() { unsafe { b.stream_synchronize(RawStream::NULL) } } else { Ok(()) }
+            })
         }
         // hipMemcpyDefault needs unified addressing the backends do not promise.
         _ => return he::hipErrorInvalidMemcpyDirection,
@@ -597,7 +656,8 @@ fn copy(
 /// `hipError_t hipMemcpy(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipMemcpy(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> c_int {
-    hip_guard("hipMemcpy", |b| copy(b, dst, src, bytes, kind, None))
+    // SAFETY: the caller's promise for hipMemcpy, passed on.
+    hip_guard("hipMemcpy", |b| unsafe { copy(b, dst, src, bytes, kind, None) })
 }
 
 /// `hipError_t hipMemcpyAsync(void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind, hipStream_t stream);`
@@ -609,7 +669,8 @@ pub unsafe extern "C" fn hipMemcpyAsync(
     kind: c_int,
     stream: *mut c_void,
 ) -> c_int {
-    hip_guard("hipMemcpyAsync", |b| copy(b, dst, src, bytes, kind, Some(RawStream(stream as usize))))
+    // SAFETY: the caller's promise for hipMemcpyAsync, passed on.
+    hip_guard("hipMemcpyAsync", |b| unsafe { copy(b, dst, src, bytes, kind, Some(RawStream(stream as usize))) })
 }
 
 /// `hipError_t hipStreamCreateWithFlags(hipStream_t* stream, unsigned int flags);`
@@ -622,6 +683,7 @@ pub unsafe extern "C" fn hipStreamCreateWithFlags(stream: *mut *mut c_void, _fla
         }
         match b.stream_create() {
             Ok(s) => {
+                // SAFETY: non-null, and the caller promises it is writable.
                 unsafe { *stream = s.0 as *mut c_void };
                 he::hipSuccess
             }
@@ -633,7 +695,8 @@ pub unsafe extern "C" fn hipStreamCreateWithFlags(stream: *mut *mut c_void, _fla
 /// `hipError_t hipStreamSynchronize(hipStream_t stream);` (null: the null stream)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipStreamSynchronize(stream: *mut c_void) -> c_int {
-    hip_guard("hipStreamSynchronize", |b| hip_done(b.stream_synchronize(RawStream(stream as usize))))
+    // SAFETY: HIP's contract: `stream` is a live stream, or null for the null stream.
+    hip_guard("hipStreamSynchronize", |b| hip_done(unsafe { b.stream_synchronize(RawStream(stream as usize)) }))
 }
 
 /// `hipError_t hipStreamDestroy(hipStream_t stream);`
@@ -643,7 +706,8 @@ pub unsafe extern "C" fn hipStreamDestroy(stream: *mut c_void) -> c_int {
         if stream.is_null() {
             return he::hipErrorInvalidResourceHandle;
         }
-        hip_done(b.stream_destroy(RawStream(stream as usize)))
+        // SAFETY: HIP's contract: a live stream from hipStreamCreate*, not used afterwards.
+        hip_done(unsafe { b.stream_destroy(RawStream(stream as usize)) })
     })
 }
 
@@ -656,6 +720,7 @@ pub unsafe extern "C" fn hipEventCreateWithFlags(event: *mut *mut c_void, _flags
         }
         match b.event_create() {
             Ok(e) => {
+                // SAFETY: non-null, and the caller promises it is writable.
                 unsafe { *event = e.0 as *mut c_void };
                 he::hipSuccess
             }
@@ -671,7 +736,8 @@ pub unsafe extern "C" fn hipEventRecord(event: *mut c_void, stream: *mut c_void)
         if event.is_null() {
             return he::hipErrorInvalidResourceHandle;
         }
-        hip_done(b.event_record(RawEvent(event as usize), RawStream(stream as usize)))
+        // SAFETY: HIP's contract: a live event and a live (or null) stream.
+        hip_done(unsafe { b.event_record(RawEvent(event as usize), RawStream(stream as usize)) })
     })
 }
 
@@ -682,7 +748,8 @@ pub unsafe extern "C" fn hipEventQuery(event: *mut c_void) -> c_int {
         if event.is_null() {
             return he::hipErrorInvalidResourceHandle;
         }
-        match b.event_query(RawEvent(event as usize)) {
+        // SAFETY: HIP's contract: a live event.
+        match unsafe { b.event_query(RawEvent(event as usize)) } {
             Ok(true) => he::hipSuccess,
             Ok(false) => he::hipErrorNotReady,
             Err(e) => hip_status(&e),
@@ -697,7 +764,8 @@ pub unsafe extern "C" fn hipEventSynchronize(event: *mut c_void) -> c_int {
         if event.is_null() {
             return he::hipErrorInvalidResourceHandle;
         }
-        hip_done(b.event_synchronize(RawEvent(event as usize)))
+        // SAFETY: HIP's contract: a live event.
+        hip_done(unsafe { b.event_synchronize(RawEvent(event as usize)) })
     })
 }
 
@@ -708,7 +776,8 @@ pub unsafe extern "C" fn hipEventDestroy(event: *mut c_void) -> c_int {
         if event.is_null() {
             return he::hipErrorInvalidResourceHandle;
         }
-        hip_done(b.event_destroy(RawEvent(event as usize)))
+        // SAFETY: HIP's contract: a live event, not used afterwards.
+        hip_done(unsafe { b.event_destroy(RawEvent(event as usize)) })
     })
 }
 
@@ -724,6 +793,7 @@ mod tests {
     #[test]
     fn cstr_table_is_static() {
         let p = super::hipGetErrorName(600);
+        // SAFETY: hipGetErrorName returns a static NUL-terminated string.
         assert_eq!(unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap(), "hipErrorNotReady");
     }
 }

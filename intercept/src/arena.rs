@@ -85,7 +85,8 @@ impl Arena {
         let mut i = 0;
         while i < st.pending.len() {
             let (block, ev) = st.pending[i];
-            let done = with_device(rt, block.device, || rt.event_query(ev)).unwrap_or(false);
+            // SAFETY: an event this arena made and recorded.
+            let done = with_device(rt, block.device, || unsafe { rt.event_query(ev) }).unwrap_or(false);
             if done {
                 st.pending.remove(i);
                 st.free.push(block);
@@ -136,10 +137,12 @@ impl Arena {
                 }
             }
             for b in to_free {
-                let _ = with_device(rt, b.device, || rt.free(b.ptr));
+                // SAFETY: an idle block of this arena: its event fired, nothing pending uses it.
+                let _ = with_device(rt, b.device, || unsafe { rt.free(b.ptr) });
             }
             if let Some((dev, ev)) = wait_for {
-                with_device(rt, dev, || rt.event_synchronize(ev)).map_err(|e| Fail::from_pool(&e))?;
+                // SAFETY: an event this arena made and recorded.
+                with_device(rt, dev, || unsafe { rt.event_synchronize(ev) }).map_err(|e| Fail::from_pool(&e))?;
                 continue;
             }
             if self.bytes() + bytes > self.budget {
@@ -165,13 +168,15 @@ impl Arena {
                 Some(ev) => ev,
                 None => rt.event_create()?,
             };
-            rt.event_record(ev, stream).map(|()| ev)
+            // SAFETY: our event, on the stream of the execution that used the block.
+            unsafe { rt.event_record(ev, stream) }.map(|()| ev)
         });
         match recorded {
             Ok(ev) => self.state.lock().pending.push_back((block, ev)),
             Err(_) => {
                 // No event: wait for the stream instead, so the block is never reused early.
-                let _ = with_device(rt, block.device, || rt.stream_synchronize(stream));
+                // SAFETY: the stream of the execution that used the block.
+                let _ = with_device(rt, block.device, || unsafe { rt.stream_synchronize(stream) });
                 self.state.lock().free.push(block);
             }
         }

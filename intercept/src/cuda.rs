@@ -279,7 +279,9 @@ fn handle(p: RawPlan) -> c_int {
     p.0 as u32 as c_int
 }
 
-impl Runtime for CudaBackend {
+// SAFETY: every call goes to the process's own cuFFT and CUDA runtime with the arguments the
+// trait's contracts describe; handles and pointers are only passed through.
+unsafe impl Runtime for CudaBackend {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Cuda
     }
@@ -370,7 +372,7 @@ impl Runtime for CudaBackend {
         })
     }
 
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         plan: RawPlan,
         transform: TransformType,
@@ -402,7 +404,7 @@ impl Runtime for CudaBackend {
         Self::cufft(call, r)
     }
 
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         // SAFETY: a handle of this library with no lease out (the pool guarantees it).
         self.relaxed(|| Self::cufft("cufftDestroy", unsafe { (self.fft.destroy)(handle(plan)) }))
     }
@@ -416,12 +418,12 @@ impl Runtime for CudaBackend {
         Ok(RawEvent(e as usize))
     }
 
-    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<()> {
+    unsafe fn event_record(&self, e: RawEvent, s: RawStream) -> Result<()> {
         // SAFETY: an event of this runtime and a stream the framework handed us.
         self.cuda("cudaEventRecord", unsafe { (self.rt.event_record)(event(e), stream(s)) })
     }
 
-    fn event_query(&self, e: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, e: RawEvent) -> Result<bool> {
         // SAFETY: an event of this runtime.
         match self.relaxed(|| unsafe { (self.rt.event_query)(event(e)) }) {
             CUDA_ERROR_NOT_READY => Ok(false),
@@ -429,12 +431,12 @@ impl Runtime for CudaBackend {
         }
     }
 
-    fn event_synchronize(&self, e: RawEvent) -> Result<()> {
+    unsafe fn event_synchronize(&self, e: RawEvent) -> Result<()> {
         // SAFETY: an event of this runtime.
         self.relaxed(|| self.cuda("cudaEventSynchronize", unsafe { (self.rt.event_synchronize)(event(e)) }))
     }
 
-    fn event_destroy(&self, e: RawEvent) -> Result<()> {
+    unsafe fn event_destroy(&self, e: RawEvent) -> Result<()> {
         // SAFETY: an event of this runtime, no longer used.
         self.relaxed(|| self.cuda("cudaEventDestroy", unsafe { (self.rt.event_destroy)(event(e)) }))
     }
@@ -446,12 +448,12 @@ impl Runtime for CudaBackend {
         Ok(RawStream(s as usize))
     }
 
-    fn stream_synchronize(&self, s: RawStream) -> Result<()> {
+    unsafe fn stream_synchronize(&self, s: RawStream) -> Result<()> {
         // SAFETY: a stream handle the framework or this runtime made.
         self.relaxed(|| self.cuda("cudaStreamSynchronize", unsafe { (self.rt.stream_synchronize)(stream(s)) }))
     }
 
-    fn stream_destroy(&self, s: RawStream) -> Result<()> {
+    unsafe fn stream_destroy(&self, s: RawStream) -> Result<()> {
         // SAFETY: a stream this runtime made.
         self.cuda("cudaStreamDestroy", unsafe { (self.rt.stream_destroy)(stream(s)) })
     }
@@ -463,37 +465,37 @@ impl Runtime for CudaBackend {
         Ok(DevicePtr::from_ptr(p))
     }
 
-    fn free(&self, ptr: DevicePtr) -> Result<()> {
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
         // SAFETY: a pointer from `malloc` above, no longer used by pending work.
         self.relaxed(|| self.cuda("cudaFree", unsafe { (self.rt.free)(ptr.as_ptr()) }))
     }
 
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         // SAFETY: `dst` holds `src.len()` bytes (the caller's contract).
         self.cuda("cudaMemcpy", unsafe {
             (self.rt.memcpy)(dst.as_ptr(), src.as_ptr().cast(), src.len(), MEMCPY_HOST_TO_DEVICE)
         })
     }
 
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
         // SAFETY: `src` holds `dst.len()` bytes (the caller's contract).
         self.cuda("cudaMemcpy", unsafe {
             (self.rt.memcpy)(dst.as_mut_ptr().cast(), src.as_ptr(), dst.len(), MEMCPY_DEVICE_TO_HOST)
         })
     }
 
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: RawStream) -> Result<()> {
+    unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, s: RawStream) -> Result<()> {
         // SAFETY: both hold `bytes` bytes (the caller's contract).
         self.cuda("cudaMemcpyAsync", unsafe {
             (self.rt.memcpy_async)(dst.as_ptr(), src.as_ptr(), bytes, MEMCPY_DEVICE_TO_DEVICE, stream(s))
         })
     }
 
-    fn stream_is_capturing(&self, s: RawStream) -> Result<bool> {
+    unsafe fn stream_is_capturing(&self, s: RawStream) -> Result<bool> {
         self.is_capturing(s)
     }
 
-    fn launch_host_fn(&self, s: RawStream, call: HostCall) -> Result<()> {
+    unsafe fn launch_host_fn(&self, s: RawStream, call: HostCall) -> Result<()> {
         self.host_fn(s, call)
     }
 }

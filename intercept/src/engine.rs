@@ -565,14 +565,14 @@ impl Engine {
     /// Frameworks set the stream (and work area) right before each execution; at most half
     /// the ceiling is held this way at once.
     fn prepare(&self, s: &mut Settings) {
-        if matches!(self.rt.stream_is_capturing(s.stream), Ok(false)) {
+        if matches!(self.capturing(s.stream), Ok(false)) {
             self.drain_deferred(Some(s.stream));
         }
         let Some(desc) = s.desc else { return };
         if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
         }
-        if s.prepared.is_some() || !matches!(self.rt.stream_is_capturing(s.stream), Ok(false)) {
+        if s.prepared.is_some() || !matches!(self.capturing(s.stream), Ok(false)) {
             return;
         }
         if self.prepared.fetch_add(1, Ordering::Relaxed) >= self.prepared_limit {
@@ -598,7 +598,7 @@ impl Engine {
             }
             let all = std::mem::take(&mut *d);
             let (ready, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| {
-                only.is_none_or(|o| o == *st) && matches!(self.rt.stream_is_capturing(*st), Ok(false))
+                only.is_none_or(|o| o == *st) && matches!(self.capturing(*st), Ok(false))
             });
             *d = keep;
             ready
@@ -608,15 +608,25 @@ impl Engine {
         }
     }
 
+    /// Whether `stream` (one a framework handed us) is capturing now.
+    fn capturing(&self, stream: RawStream) -> hipfft_pool::Result<bool> {
+        // SAFETY: the stream is the framework's, passed to a cuFFT call that takes it, which
+        // the library's contract requires to be live.
+        unsafe { self.rt.stream_is_capturing(stream) }
+    }
+
     fn register_stream(&self, device: i32, stream: RawStream) {
         self.streams.lock().insert((device, stream.0));
     }
 
     fn release_after(&self, lease: Lease, stream: RawStream) {
-        if let Err(ReleaseAfterError { lease, .. }) = lease.release_after(stream) {
+        // SAFETY: the framework's stream of the execution this lease served (live by the
+        // library's contract while the framework uses the handle).
+        if let Err(ReleaseAfterError { lease, .. }) = unsafe { lease.release_after(stream) } {
             // Nothing will watch the stream for us: wait for it, then release.
             let device = lease.desc().device;
-            let _ = with_device(&*self.rt, device, || self.rt.stream_synchronize(stream));
+            // SAFETY: as above.
+            let _ = with_device(&*self.rt, device, || unsafe { self.rt.stream_synchronize(stream) });
             drop(lease);
         }
     }
@@ -664,7 +674,7 @@ impl Engine {
             self.register_stream(desc.device, stream);
             s.stream_registered = true;
         }
-        let capturing = self.rt.stream_is_capturing(stream).map_err(|e| Fail::from_pool(&e))?;
+        let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();
         if sticky.is_some() && s.sticky_stream != stream {
@@ -716,7 +726,9 @@ impl Engine {
         };
         s.last_stream = stream;
         drop(s);
-        if let Err(e) = lease.exec(stream, input, output, direction, area.ptr()) {
+        // SAFETY: the stream, buffers and work area are the framework's, passed to this exec
+        // call, which the library's contract requires to be valid for the transform.
+        if let Err(e) = unsafe { lease.exec(stream, input, output, direction, area.ptr()) } {
             if let Area::Arena(b) = area {
                 // Nothing was enqueued on the block.
                 self.arena.give_after(&*self.rt, b, stream);
@@ -749,7 +761,8 @@ impl Engine {
             // SAFETY: `data` is never freed (see CapturedUse), release_captured may run on any
             // thread and calls no GPU runtime.
             let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
-            if self.rt.launch_host_fn(stream, call).is_err() {
+            // SAFETY: the framework's capturing stream; `call` as above.
+            if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
                 // No host node: pin the lease instead, so it is never released under the graph.
                 // SAFETY: no host node refers to `data`: the launch failed.
                 if let Some(lease) = unsafe { CapturedUse::reclaim(data) } {
@@ -799,7 +812,9 @@ impl Engine {
         self.drain_deferred(None);
         let streams: Vec<(i32, usize)> = self.streams.lock().iter().copied().collect();
         for (device, stream) in streams {
-            with_device(&*self.rt, device, || self.rt.stream_synchronize(RawStream(stream))).map_err(|e| Fail::from_pool(&e))?;
+            // SAFETY: a stream an execution was enqueued on; frameworks keep their streams
+            // alive while their plans use them.
+            with_device(&*self.rt, device, || unsafe { self.rt.stream_synchronize(RawStream(stream)) }).map_err(|e| Fail::from_pool(&e))?;
         }
         Ok(())
     }

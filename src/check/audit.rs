@@ -21,15 +21,21 @@ use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, Ra
 /// Handle counts at the runtime boundary.
 #[derive(Debug, Default)]
 pub struct PlanCounts {
+    /// Handles alive: counted from just before `plan_create` until `plan_destroy` returns.
     pub live: AtomicUsize,
     /// The most alive since [`PlanCounts::take_window_max`] last ran.
     window_max: AtomicUsize,
+    /// The most alive at once.
     pub peak: AtomicUsize,
+    /// Successful creations.
     pub created: AtomicU64,
+    /// Destroys (a failing destroy counts: hipFFT frees the plan first).
     pub destroyed: AtomicU64,
     /// Calls inside `plan_create` / `plan_destroy` / `plan_exec` right now.
     pub in_create: AtomicUsize,
+    /// Calls inside `plan_destroy` right now.
     pub in_destroy: AtomicUsize,
+    /// Calls inside `plan_exec` right now.
     pub in_exec: AtomicUsize,
 }
 
@@ -82,6 +88,8 @@ impl Drop for Inside<'_> {
     }
 }
 
+/// A [`Decorator`] that checks the pool's promises at the runtime boundary (see the
+/// module docs).
 pub struct AuditedRuntime {
     inner: Arc<dyn Runtime>,
     counts: Arc<PlanCounts>,
@@ -104,6 +112,7 @@ impl AuditedRuntime {
         (Arc::new(a), counts)
     }
 
+    /// The counts, live.
     pub fn counts(&self) -> &PlanCounts {
         &self.counts
     }
@@ -111,12 +120,15 @@ impl AuditedRuntime {
     pub fn live_handles(&self) -> usize {
         self.counts.live.load(Ordering::SeqCst)
     }
+    /// The most handles alive at once.
     pub fn peak_live_handles(&self) -> usize {
         self.counts.peak.load(Ordering::SeqCst)
     }
+    /// Successful creations.
     pub fn created_total(&self) -> u64 {
         self.counts.created.load(Ordering::SeqCst)
     }
+    /// Destroys, failed ones included.
     pub fn destroyed_total(&self) -> u64 {
         self.counts.destroyed.load(Ordering::SeqCst)
     }
@@ -126,7 +138,9 @@ impl AuditedRuntime {
     }
 }
 
-impl Decorator for AuditedRuntime {
+// SAFETY: every call goes to the inner runtime with the caller's arguments and returns its
+// answer; the audit's own events are made and destroyed through it.
+unsafe impl Decorator for AuditedRuntime {
     fn inner(&self) -> &dyn Runtime {
         &*self.inner
     }
@@ -146,7 +160,7 @@ impl Decorator for AuditedRuntime {
         r
     }
 
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         plan: RawPlan,
         transform: TransformType,
@@ -157,31 +171,41 @@ impl Decorator for AuditedRuntime {
         direction: Direction,
     ) -> Result<()> {
         let _in = Inside::enter(&self.counts.in_exec);
-        self.inner.plan_exec(plan, transform, stream, work_area, input, output, direction)?;
+        // SAFETY: the caller upholds `plan_exec`'s contract; the arguments pass unchanged.
+        unsafe { self.inner.plan_exec(plan, transform, stream, work_area, input, output, direction) }?;
         if !self.check_pending {
             return Ok(());
         }
         let device = self.inner.current_device()?;
         let ev = self.inner.event_create()?;
-        self.inner.event_record(ev, stream)?;
+        // SAFETY: `ev` was just made; the caller promised `stream` is live.
+        unsafe { self.inner.event_record(ev, stream) }?;
         if let Some((old, d)) = self.last_exec.lock().insert(plan, (ev, device)) {
             debug_assert_eq!(d, device);
-            let _ = self.inner.event_destroy(old);
+            // SAFETY: the audit's own event, no longer in the map, so used by nobody.
+            if let Err(e) = unsafe { self.inner.event_destroy(old) } {
+                tracing::warn!(error = %e, "audit: event destroy failed");
+            }
         }
         Ok(())
     }
 
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         let _in = Inside::enter(&self.counts.in_destroy);
         if let Some((ev, _)) = self.last_exec.lock().remove(&plan) {
-            match self.inner.event_query(ev) {
+            // SAFETY: the audit's own live event, taken out of the map (nobody else has it).
+            match unsafe { self.inner.event_query(ev) } {
                 Ok(true) => {}
                 Ok(false) => self.violations.lock().push(format!("plan {plan:?} destroyed while an execution was pending")),
                 Err(e) => self.violations.lock().push(format!("event query before destroying {plan:?} failed: {e}")),
             }
-            let _ = self.inner.event_destroy(ev);
+            // SAFETY: as for the query; it is not used again.
+            if let Err(e) = unsafe { self.inner.event_destroy(ev) } {
+                tracing::warn!(error = %e, "audit: event destroy failed");
+            }
         }
-        let r = self.inner.plan_destroy(plan);
+        // SAFETY: the caller upholds `plan_destroy`'s contract; the plan passes unchanged.
+        let r = unsafe { self.inner.plan_destroy(plan) };
         // Freed even when the call reports an error (hipFFT frees the plan first).
         self.counts.destroyed.fetch_add(1, Ordering::SeqCst);
         self.counts.down();

@@ -16,13 +16,17 @@ use crate::runtime::boundary::{PlanOptions, Runtime};
 /// One check.
 #[derive(Clone, Debug)]
 pub struct Case {
+    /// What the case checks, for the report.
     pub name: String,
+    /// The transform.
     pub desc: PlanDesc,
+    /// The direction it runs in.
     pub direction: Direction,
     /// Input and output share one buffer.
     pub in_place: bool,
     /// Run the inverse of this descriptor afterwards and compare with the input times N.
     pub inverse: Option<PlanDesc>,
+    /// Let the library own the work area.
     pub auto_allocation: bool,
 }
 
@@ -154,17 +158,26 @@ fn run_transform(
         let d_out = if in_place { None } else { Some(DeviceBuffer::new(rt, ext.output_bytes)?) };
         let out_ptr = d_out.as_ref().map_or(d_in.ptr(), |b| b.ptr());
         let work = if made.work_size > 0 && !auto_allocation { Some(DeviceBuffer::new(rt, made.work_size)?) } else { None };
-        rt.plan_exec(made.plan, desc.transform, stream.raw(), work.as_ref().map(|w| w.ptr()), d_in.ptr(), out_ptr, direction)?;
+        // SAFETY: `made.plan` is live and made for `desc.transform`; the buffers are this
+        // runtime's, sized from the validated extents (input and output) and the plan's work
+        // size, and outlive the event synchronize below; `stream` is live.
+        unsafe {
+            rt.plan_exec(made.plan, desc.transform, stream.raw(), work.as_ref().map(|w| w.ptr()), d_in.ptr(), out_ptr, direction)
+        }?;
         let event = rt.event_create()?;
-        rt.event_record(event, stream.raw())?;
-        rt.event_synchronize(event)?;
-        rt.event_destroy(event)?;
+        // SAFETY: `event` was just made and is destroyed last; `stream` is live.
+        unsafe {
+            rt.event_record(event, stream.raw())?;
+            rt.event_synchronize(event)?;
+            rt.event_destroy(event)?;
+        }
         stream.synchronize()?;
         let mut out = d_out.as_ref().unwrap_or(&d_in).to_host()?;
         out.truncate(ext.output_bytes.max(if in_place { input.len() } else { 0 }));
         Ok(out)
     })();
-    rt.plan_destroy(made.plan)?;
+    // SAFETY: the plan made above; its one execution was synchronized (or never enqueued).
+    unsafe { rt.plan_destroy(made.plan) }?;
     result
 }
 
@@ -186,14 +199,20 @@ pub fn run_case(rt: &Arc<dyn Runtime>, c: &Case, seed: u64) -> Result<f64> {
 /// One line of a suite run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Outcome {
+    /// The case's name.
     pub name: String,
+    /// Double precision (its bar is [`probe::DOUBLE_BAR`]).
     pub double: bool,
+    /// Relative L2 error against the reference; `None` when it did not run.
     pub error: Option<f64>,
+    /// The error it must stay under.
     pub bar: f64,
+    /// The error that stopped it, if any.
     pub failure: Option<String>,
 }
 
 impl Outcome {
+    /// Ran, and within its bar.
     pub fn passed(&self) -> bool {
         self.failure.is_none() && self.error.is_some_and(|e| e <= self.bar)
     }

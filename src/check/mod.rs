@@ -3,11 +3,13 @@
 //!
 //! - `reference`: a CPU reference FFT (rustfft) and the relative error against it.
 //! - `correctness`: cases that run every transform type through a runtime and compare.
-//! - `buffer`: device buffers and streams that free themselves.
+//! - `buffer`: device buffers and streams that own their handle: the safe wrappers over the
+//!   runtime's `unsafe` memory and stream calls; a drop that fails is logged and recorded.
 //! - `probe`: the 26-shape probe that hung hipFFT, run through a pool.
 //! - `audit`: a [`Runtime`](crate::Runtime) wrapper that checks every call the pool makes.
 //!
 //! This layer may call every other layer; nothing in the library calls it.
+#![deny(missing_docs)]
 
 pub mod audit;
 pub mod buffer;

@@ -20,12 +20,16 @@ pub const SINGLE_BAR: f64 = 1e-5;
 /// The same for double precision.
 pub const DOUBLE_BAR: f64 = 1e-12;
 
+/// One transform of the probe's shape list (`data/probe_shapes.json`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub struct ProbeShape {
+    /// The shape's name in reports.
     pub name: String,
     /// `r2c`, `c2r` or `c2c` (single precision); `d2z`, `z2d`, `z2z` for double.
     pub kind: String,
+    /// The 1-D length.
     pub n: i64,
+    /// Transforms per execution.
     pub batch: i64,
 }
 
@@ -35,12 +39,14 @@ struct ShapeFile {
 }
 
 impl ProbeShape {
+    /// The transform `kind` names.
     pub fn transform(&self) -> Result<TransformType> {
         TransformType::parse(&self.kind).ok_or_else(|| {
             Error::invalid_argument("kind", format!("{:?} is not one of r2c, c2r, c2c, d2z, z2d, z2z", self.kind))
         })
     }
 
+    /// The validated descriptor on `device`.
     pub fn desc(&self, device: i32) -> Result<PlanDesc> {
         let d = PlanDesc::new(self.transform()?, &[self.n], self.batch).on_device(device);
         d.validate()?;
@@ -60,6 +66,7 @@ impl ProbeShape {
     }
 }
 
+/// Shapes from a shape file's JSON (`{"shapes": [...]}`), each validated.
 pub fn parse_shapes(json: &str) -> Result<Vec<ProbeShape>> {
     let f: ShapeFile = serde_json::from_str(json)
         .map_err(|e| Error::invalid_argument("shapes", format!("not a probe shape file: {e}")))?;
@@ -72,10 +79,12 @@ pub fn parse_shapes(json: &str) -> Result<Vec<ProbeShape>> {
     Ok(f.shapes)
 }
 
+/// The shapes built into the binary (the 26 of the original block).
 pub fn embedded_shapes() -> Vec<ProbeShape> {
     parse_shapes(EMBEDDED_SHAPES_JSON).expect("the embedded probe shapes are valid")
 }
 
+/// Shapes from a file.
 pub fn load_shapes(path: &Path) -> Result<Vec<ProbeShape>> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::invalid_argument("shapes", format!("cannot read {}: {e}", path.display())))?;
@@ -85,6 +94,7 @@ pub fn load_shapes(path: &Path) -> Result<Vec<ProbeShape>> {
 /// One shape the probe is about to run (or has just run), for progress reporting.
 #[derive(Clone, Copy, Debug)]
 pub struct Step<'a> {
+    /// The cycle (0-based).
     pub cycle: usize,
     /// Position in the run order (0-based, within the cycle).
     pub index: usize,
@@ -92,6 +102,7 @@ pub struct Step<'a> {
     pub shape_index: usize,
     /// Steps before this one over the whole run (0-based, across cycles).
     pub step: usize,
+    /// The shape.
     pub shape: &'a ProbeShape,
 }
 
@@ -110,14 +121,20 @@ pub struct RunOptions {
 
 /// Where plans come from: the pool, or a baseline the caller supplies (see `--mode legacy`).
 pub trait PlanSource {
+    /// The lease type it hands out.
     type Lease: ProbeLease;
+    /// A lease on the plan for `desc`.
     fn acquire(&self, desc: &PlanDesc) -> Result<Self::Lease>;
+    /// The runtime its plans live on (the probe allocates there).
     fn runtime(&self) -> &Arc<dyn Runtime>;
 }
 
 /// What the probe needs of a lease.
 pub trait ProbeLease {
+    /// Work-area bytes the plan needs.
     fn work_size(&self) -> usize;
+    /// Enqueues one transform on typed buffers; a buffer smaller than the plan needs is an
+    /// error, not undefined behaviour.
     fn exec(&self, stream: &Stream, input: &DeviceBuffer, output: &DeviceBuffer, direction: Direction, work: Option<&DeviceBuffer>) -> Result<()>;
     /// Hands the lease back once the stream's work completes.
     fn finish(self, stream: &Stream) -> Result<()>;
@@ -146,10 +163,30 @@ impl ProbeLease for crate::Lease {
         crate::Lease::work_size(self)
     }
     fn exec(&self, stream: &Stream, input: &DeviceBuffer, output: &DeviceBuffer, direction: Direction, work: Option<&DeviceBuffer>) -> Result<()> {
-        crate::Lease::exec(self, stream.raw(), input.ptr(), output.ptr(), direction, work.map(|w| w.ptr()))
+        // The typed buffers carry their sizes: check them against the plan, so the safe
+        // signature cannot reach past an allocation.
+        let need_out = self.desc().extents()?.output_bytes;
+        let short = |what: &'static str, have: usize, need: usize| {
+            Error::invalid_argument(what, format!("{have} bytes, the plan needs {need}"))
+        };
+        if input.len() < self.input_bytes() {
+            return Err(short("input", input.len(), self.input_bytes()));
+        }
+        if output.len() < need_out {
+            return Err(short("output", output.len(), need_out));
+        }
+        if let Some(w) = work.filter(|w| w.len() < self.work_size()) {
+            return Err(short("work_area", w.len(), self.work_size()));
+        }
+        // SAFETY: the sizes are checked above; the buffers and the stream belong to the
+        // probe's runtime (the one its source runs on) and outlive the execution, because
+        // a buffer's drop frees through the runtime, which waits for pending work, and the
+        // lease is released after the stream's work (`finish`) or a synchronize.
+        unsafe { crate::Lease::exec(self, stream.raw(), input.ptr(), output.ptr(), direction, work.map(|w| w.ptr())) }
     }
     fn finish(self, stream: &Stream) -> Result<()> {
-        self.release_after(stream.raw()).map_err(|e| {
+        // SAFETY: `stream` is the wrapper's live stream of the probe's runtime.
+        unsafe { self.release_after(stream.raw()) }.map_err(|e| {
             // Could not hand it over: wait for the stream, then release here.
             let err = e.error.clone();
             let _ = stream.synchronize();
@@ -162,12 +199,15 @@ impl ProbeLease for crate::Lease {
 /// What one probe run measured.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ProbeOutcome {
+    /// Transforms run.
     pub transforms: u64,
+    /// The largest relative L2 error seen.
     pub max_rel_error: f64,
     /// Every result within its bar.
     pub correct: bool,
     /// The first failure (a pool or runtime error, or a wrong result), if any.
     pub failure: Option<String>,
+    /// Wall time of the run, in seconds.
     pub elapsed_s: f64,
 }
 

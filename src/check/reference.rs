@@ -21,9 +21,11 @@ pub const PAD_BYTE: u8 = 0x5A;
 pub struct SplitMix64(u64);
 
 impl SplitMix64 {
+    /// A generator starting from `seed`.
     pub fn new(seed: u64) -> Self {
         SplitMix64(seed)
     }
+    /// The next value.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -62,6 +64,7 @@ enum Kind {
 }
 
 impl Dft {
+    /// A transform of length `n`: radix-2 for powers of two, Bluestein otherwise.
     pub fn new(n: usize, direction: Direction) -> Dft {
         let s = sign(direction);
         let kind = if n <= 1 {

@@ -4,6 +4,7 @@
 //! everything it cannot do: a zero length or batch makes plan creation loop forever.
 //! Equality and hashing look at the fields a plan depends on (the first `rank` lengths and
 //! embeds), never at raw struct bytes, so unused array slots cannot split the cache.
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -12,15 +13,22 @@ use std::hash::{Hash, Hasher};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[repr(i32)]
 pub enum TransformType {
+    /// Real to complex, single precision (always forward).
     R2C = 0x2a,
+    /// Complex to real, single precision (always inverse; overwrites its input).
     C2R = 0x2c,
+    /// Complex to complex, single precision.
     C2C = 0x29,
+    /// Real to complex, double precision (always forward).
     D2Z = 0x6a,
+    /// Complex to real, double precision (always inverse; overwrites its input).
     Z2D = 0x6c,
+    /// Complex to complex, double precision.
     Z2Z = 0x69,
 }
 
 impl TransformType {
+    /// Every transform type, for tables and exhaustive tests.
     pub const ALL: [TransformType; 6] = [
         TransformType::R2C,
         TransformType::C2R,
@@ -38,6 +46,7 @@ impl TransformType {
             .ok_or(DescError::UnknownTransform { value })
     }
 
+    /// The `hipfftType` value.
     pub fn raw(self) -> i32 {
         self as i32
     }
@@ -57,6 +66,7 @@ impl TransformType {
         matches!(self, TransformType::C2R | TransformType::Z2D)
     }
 
+    /// Complex input and output (C2C, Z2Z): the only types with a free direction.
     pub fn is_complex(self) -> bool {
         matches!(self, TransformType::C2C | TransformType::Z2Z)
     }
@@ -88,6 +98,7 @@ impl TransformType {
         }
     }
 
+    /// From its name (`r2c`, `Z2Z`: any case), for command lines.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(s))
     }
@@ -103,11 +114,14 @@ impl fmt::Display for TransformType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(i32)]
 pub enum Direction {
+    /// `HIPFFT_FORWARD`: the exponent's sign is negative.
     Forward = -1,
+    /// `HIPFFT_BACKWARD`: unnormalized, as in hipFFT.
     Inverse = 1,
 }
 
 impl Direction {
+    /// From the library's value: -1 or +1, else `None`.
     pub fn from_raw(value: i32) -> Option<Self> {
         match value {
             -1 => Some(Direction::Forward),
@@ -115,6 +129,7 @@ impl Direction {
             _ => None,
         }
     }
+    /// The library's value: -1 or +1.
     pub fn raw(self) -> i32 {
         self as i32
     }
@@ -126,12 +141,16 @@ impl Direction {
 /// as in hipFFT and cuFFT. Only the first `rank` embeds are used.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
+    /// Storage lengths per dimension (`inembed`/`onembed`), at least the logical ones.
     pub embed: [i64; 3],
+    /// Distance between two consecutive elements of the innermost dimension.
     pub stride: i64,
+    /// Distance between the first elements of two consecutive batches.
     pub dist: i64,
 }
 
 impl Layout {
+    /// A layout from 1 to 3 embeds (slowest first); unused slots are zero.
     pub fn new(embed: &[i64], stride: i64, dist: i64) -> Self {
         let mut e = [0; 3];
         for (slot, v) in e.iter_mut().zip(embed) {
@@ -156,14 +175,18 @@ impl Layout {
 /// A descriptor field, for error messages: `n[1]`, `batch`, `inembed[0]`, ...
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
+    /// The field's name as the C struct spells it (`n`, `inembed`, `batch`).
     pub name: &'static str,
+    /// The array index, for array fields.
     pub index: Option<u8>,
 }
 
 impl Field {
+    /// A scalar field.
     pub const fn plain(name: &'static str) -> Self {
         Field { name, index: None }
     }
+    /// Element `index` of an array field.
     pub const fn at(name: &'static str, index: usize) -> Self {
         Field { name, index: Some(index as u8) }
     }
@@ -182,32 +205,102 @@ impl fmt::Display for Field {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DescError {
     #[error("`transform` = {value:#x} is not a hipfftType (R2C 0x2a, C2R 0x2c, C2C 0x29, D2Z 0x6a, Z2D 0x6c, Z2Z 0x69)")]
-    UnknownTransform { value: i32 },
+    /// `transform` is not one of the six `hipfftType` values.
+    UnknownTransform {
+        /// The value given.
+        value: i32,
+    },
     #[error("`rank` = {value} is outside 1..=3")]
-    RankOutOfRange { value: i64 },
+    /// `rank` is not 1, 2 or 3.
+    RankOutOfRange {
+        /// The value given.
+        value: i64,
+    },
     #[error("`device` = {value} is negative")]
-    NegativeDevice { value: i64 },
+    /// `device` is negative.
+    NegativeDevice {
+        /// The value given.
+        value: i64,
+    },
     #[error("`{field}` = {value} must be at least 1 (hipFFT loops forever on a zero length or batch)")]
-    NotPositive { field: Field, value: i64 },
+    /// A length, batch, stride or distance is zero or negative.
+    NotPositive {
+        /// The field.
+        field: Field,
+        /// The value given.
+        value: i64,
+    },
     #[error("`{field}` = {value} is smaller than the {side} extent {min} of that dimension")]
-    EmbedTooSmall { field: Field, value: i64, min: i64, side: &'static str },
+    /// An embed is smaller than the logical length it must hold.
+    EmbedTooSmall {
+        /// The embed field.
+        field: Field,
+        /// The value given.
+        value: i64,
+        /// The smallest value that fits.
+        min: i64,
+        /// `input` or `output`.
+        side: &'static str,
+    },
     #[error("`{field}` = {value} makes the {what} overflow")]
-    Overflow { field: Field, value: i64, what: &'static str },
+    /// A size computed from the descriptor does not fit the integer types the libraries use.
+    Overflow {
+        /// The field that makes it overflow.
+        field: Field,
+        /// The value given.
+        value: i64,
+        /// What overflows (`input size`, `batch offset`, ...).
+        what: &'static str,
+    },
     #[error(
         "`odist` = {odist} with `ostride` = {ostride} makes batches 0 and {batch} write the same output \
          element (offset {offset}): the transform's result would be undefined"
     )]
-    OutputOverlap { odist: i64, ostride: i64, batch: i64, offset: i64 },
+    /// Two batches would write the same output element.
+    OutputOverlap {
+        /// The output distance given.
+        odist: i64,
+        /// The output stride given.
+        ostride: i64,
+        /// A batch that writes where batch 0 does.
+        batch: i64,
+        /// The element offset both write.
+        offset: i64,
+    },
 }
 
 /// The full transform descriptor. Build it with [`PlanDesc::new`] and the layout methods.
+///
+/// # Examples
+///
+/// ```
+/// use hipfft_pool::{Layout, PlanDesc, TransformType};
+///
+/// // 512 real transforms of 400 points, packed: 512 x 201 complex outputs.
+/// let desc = PlanDesc::new(TransformType::R2C, &[400], 512);
+/// let ext = desc.validate()?;
+/// assert_eq!(ext.output_bytes, 512 * 201 * 8);
+///
+/// // An advanced input layout (batches 401 floats apart) on device 1.
+/// let strided = desc.with_input_layout(Layout::new(&[400], 1, 401)).on_device(1);
+/// assert_ne!(strided, desc);
+///
+/// // Rejected before any library call, naming the field.
+/// let err = PlanDesc::new(TransformType::C2C, &[0], 1).validate().unwrap_err();
+/// assert!(err.to_string().contains("`n[0]` = 0"));
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct PlanDesc {
+    /// Device ordinal the plan is made and executed on.
     pub device: i32,
+    /// What the plan computes.
     pub transform: TransformType,
+    /// Number of dimensions, 1 to 3.
     pub rank: u32,
     /// Logical lengths; for real transforms the last one is the real length.
     pub n: [i64; 3],
+    /// Transforms per execution.
     pub batch: i64,
     /// `None`: the packed layout hipFFT uses for a null `inembed`.
     pub input: Option<Layout>,
@@ -286,8 +379,11 @@ pub struct Extents {
     pub output_dims: [i64; 3],
     /// Elements the input buffer must hold: one past the largest index touched.
     pub input_elements: u64,
+    /// Elements the output buffer must hold: one past the largest index written.
     pub output_elements: u64,
+    /// `input_elements` in bytes of the input element type.
     pub input_bytes: usize,
+    /// `output_elements` in bytes of the output element type.
     pub output_bytes: usize,
 }
 
@@ -301,21 +397,25 @@ impl PlanDesc {
         PlanDesc { device: 0, transform, rank: n.len() as u32, n: dims, batch, input: None, output: None }
     }
 
+    /// The same transform on `device`.
     pub fn on_device(mut self, device: i32) -> Self {
         self.device = device;
         self
     }
 
+    /// With an advanced input layout (`inembed`, `istride`, `idist`).
     pub fn with_input_layout(mut self, layout: Layout) -> Self {
         self.input = Some(layout);
         self
     }
 
+    /// With an advanced output layout (`onembed`, `ostride`, `odist`).
     pub fn with_output_layout(mut self, layout: Layout) -> Self {
         self.output = Some(layout);
         self
     }
 
+    /// The rank, clamped to 3 so that indexing never panics on an unvalidated value.
     pub fn rank(&self) -> usize {
         (self.rank as usize).min(3)
     }

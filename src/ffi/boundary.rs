@@ -135,6 +135,17 @@ pub(crate) fn last_error_ptr() -> *const c_char {
     LAST_ERROR.try_with(|slot| slot.borrow().as_ptr()).unwrap_or(c"".as_ptr())
 }
 
+/// Writes `value` to the out-pointer `out` after checking it for null.
+pub(crate) fn out_ptr<'a, T>(out: *mut *mut T, name: &str) -> Result<&'a mut *mut T, Failure> {
+    if out.is_null() {
+        return Err(Failure::null(name));
+    }
+    // SAFETY: non-null, and the caller promises it is writable.
+    let slot = unsafe { &mut *out };
+    *slot = std::ptr::null_mut();
+    Ok(slot)
+}
+
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()

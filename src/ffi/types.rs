@@ -53,24 +53,32 @@ pub struct hfp_config {
     pub watchdog_ms: u64,
 }
 
-/// `hfp_config.ceiling_scope` values.
+/// `hfp_config.ceiling_scope`: one ceiling shared by every pool of the process (the default).
 pub const HFP_CEILING_PROCESS_WIDE: c_int = 0;
+/// A ceiling of the pool's own (`CeilingScope::Private`).
 pub const HFP_CEILING_PRIVATE: c_int = 1;
+/// One process-wide ceiling per device (`CeilingScope::PerDevice`).
 pub const HFP_CEILING_PER_DEVICE: c_int = 2;
 
 /// The smallest `struct_size` `hfp_pool_new` accepts: the first version's fields. (The
 /// header defines it as a macro with `offsetof`, in cbindgen.toml's trailer.)
 pub(crate) const HFP_CONFIG_MIN_SIZE: usize = offset_of!(hfp_config, runtime) + size_of::<*const c_char>();
 
-/// `hipfftType` values, for `hfp_plan_desc.transform`.
+/// `hfp_plan_desc.transform`: `HIPFFT_R2C`, real to complex, single precision.
 pub const HFP_R2C: c_int = 0x2a;
+/// `HIPFFT_C2R`: complex to real, single precision.
 pub const HFP_C2R: c_int = 0x2c;
+/// `HIPFFT_C2C`: complex to complex, single precision.
 pub const HFP_C2C: c_int = 0x29;
+/// `HIPFFT_D2Z`: real to complex, double precision.
 pub const HFP_D2Z: c_int = 0x6a;
+/// `HIPFFT_Z2D`: complex to real, double precision.
 pub const HFP_Z2D: c_int = 0x6c;
+/// `HIPFFT_Z2Z`: complex to complex, double precision.
 pub const HFP_Z2Z: c_int = 0x69;
-/// `hfp_lease_exec` directions (`HIPFFT_FORWARD`, `HIPFFT_BACKWARD`).
+/// `hfp_lease_exec`'s direction: `HIPFFT_FORWARD` (-1).
 pub const HFP_FORWARD: c_int = -1;
+/// `HIPFFT_BACKWARD` (+1), unnormalized.
 pub const HFP_INVERSE: c_int = 1;
 
 impl hfp_config {
@@ -186,12 +194,16 @@ pub struct hfp_plan_desc {
     /// Borrowed, read during the call only: `rank` input embeds, or NULL for the packed
     /// layout (then `istride` and `idist` are ignored, as in hipFFT).
     pub inembed: *const i64,
+    /// Input element stride (with `inembed`).
     pub istride: i64,
+    /// Input batch distance (with `inembed`).
     pub idist: i64,
     /// Borrowed, read during the call only: `rank` output embeds, or NULL for packed
     /// (then `ostride` and `odist` are ignored).
     pub onembed: *const i64,
+    /// Output element stride (with `onembed`).
     pub ostride: i64,
+    /// Output batch distance (with `onembed`).
     pub odist: i64,
 }
 
@@ -236,45 +248,69 @@ pub struct hfp_metrics {
     pub struct_size: usize,
     /// This pool's live handles (cached + retired awaiting their last lease + being created).
     pub live: usize,
+    /// The most live handles this pool has had at once.
     pub peak_live: usize,
     /// Live handles of every pool sharing the ceiling.
     pub process_live: usize,
+    /// The most live handles of the ceiling's pools at once.
     pub process_peak_live: usize,
+    /// The live ceiling: the most handles that may be alive at once.
     pub ceiling: usize,
+    /// The most plans the cache keeps.
     pub capacity: usize,
+    /// Plans in the cache now.
     pub cached: usize,
     /// Leases not yet released (executions possibly in flight).
     pub in_flight: usize,
     /// Evicted plans waiting for their last lease.
     pub retired_pending: usize,
+    /// Plans being created right now (their slots are taken).
     pub creating: usize,
+    /// Bytes of work areas the pool's plans own (auto-allocated plans only).
     pub work_area_bytes: usize,
+    /// Acquires served from the cache.
     pub hits: u64,
+    /// Acquires that had to create a plan (or join a creation).
     pub misses: u64,
+    /// Plans evicted from the cache (destroyed now, or retired until their last lease).
     pub evictions: u64,
+    /// Plans created.
     pub creations: u64,
+    /// Plans destroyed.
     pub destroys: u64,
+    /// Misses that waited at the ceiling.
     pub ceiling_waits: u64,
+    /// Misses that gave up at the ceiling after the acquire timeout.
     pub ceiling_timeouts: u64,
+    /// Plan creations the runtime refused.
     pub create_failures: u64,
+    /// Plan destroys the runtime reported as failed (the slot is given back anyway).
     pub destroy_failures: u64,
+    /// Executions the runtime refused.
     pub exec_failures: u64,
+    /// Event creates, records or queries that failed (release then falls back to synchronizing).
     pub event_failures: u64,
+    /// Times the flush hook was called before a wait at the ceiling.
     pub flush_hook_calls: u64,
     /// Runtime calls past the watchdog threshold right now.
     pub stalled: usize,
+    /// Misses on a key evicted shortly before (a sign the capacity is too small).
     pub thrash_misses: u64,
+    /// Thrash warnings logged.
     pub thrash_warnings: u64,
     /// 1 while the recent misses look like thrashing.
     pub thrashing: usize,
     /// Plan creations timed, and their total time in microseconds (buckets: the text export).
     pub create_latency_count: u64,
+    /// Total plan-creation time, in microseconds.
     pub create_latency_sum_us: u64,
     /// Plan destroys timed, and their total time in microseconds.
     pub destroy_latency_count: u64,
+    /// Total plan-destroy time, in microseconds.
     pub destroy_latency_sum_us: u64,
     /// Waits at the ceiling timed, and their total time in microseconds.
     pub ceiling_wait_latency_count: u64,
+    /// Total ceiling-wait time, in microseconds.
     pub ceiling_wait_latency_sum_us: u64,
 }
 

@@ -117,38 +117,62 @@ impl Counters {
 pub struct MetricsSnapshot {
     /// This pool's live handles (cached + retired awaiting their last lease + being created).
     pub live: usize,
+    /// The most live handles this pool has had at once.
     pub peak_live: usize,
     /// Live handles of every pool sharing the ceiling.
     pub process_live: usize,
+    /// The most live handles of the ceiling's pools at once.
     pub process_peak_live: usize,
+    /// The live ceiling: the most handles that may be alive at once.
     pub ceiling: usize,
+    /// The most plans the cache keeps.
     pub capacity: usize,
+    /// Plans in the cache now.
     pub cached: usize,
     /// Leases not yet released (executions possibly in flight).
     pub in_flight: usize,
     /// Evicted plans waiting for their last lease.
     pub retired_pending: usize,
+    /// Plans being created right now (their slots are taken).
     pub creating: usize,
+    /// Bytes of work areas the pool's plans own (auto-allocated plans only).
     pub work_area_bytes: usize,
+    /// Acquires served from the cache.
     pub hits: u64,
+    /// Acquires that had to create a plan (or join a creation).
     pub misses: u64,
+    /// Plans evicted from the cache (destroyed now, or retired until their last lease).
     pub evictions: u64,
+    /// Plans created.
     pub creations: u64,
+    /// Plans destroyed.
     pub destroys: u64,
+    /// Misses that waited at the ceiling.
     pub ceiling_waits: u64,
+    /// Misses that gave up at the ceiling after the acquire timeout.
     pub ceiling_timeouts: u64,
+    /// Plan creations the runtime refused.
     pub create_failures: u64,
+    /// Plan destroys the runtime reported as failed (the slot is given back anyway).
     pub destroy_failures: u64,
+    /// Executions the runtime refused.
     pub exec_failures: u64,
+    /// Event creates, records or queries that failed (release then falls back to synchronizing).
     pub event_failures: u64,
+    /// Times the flush hook was called before a wait at the ceiling.
     pub flush_hook_calls: u64,
     /// Runtime calls past the watchdog threshold right now.
     pub stalled: usize,
+    /// Misses on a key evicted shortly before (a sign the capacity is too small).
     pub thrash_misses: u64,
+    /// Thrash warnings logged.
     pub thrash_warnings: u64,
     /// 1 while the recent misses look like thrashing.
     pub thrashing: usize,
+    /// Time spent in plan creation.
     pub create_latency: HistogramSnapshot,
+    /// Time spent in plan destruction.
     pub destroy_latency: HistogramSnapshot,
+    /// Time misses spent waiting at the ceiling.
     pub ceiling_wait_latency: HistogramSnapshot,
 }

@@ -17,8 +17,11 @@ pub(crate) struct Histogram {
 /// A histogram at one moment: counts per bucket (not cumulative), sum and count.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct HistogramSnapshot {
+    /// Observations per bucket of [`BUCKETS_S`], not cumulative; the last counts the rest.
     pub counts: Vec<u64>,
+    /// Sum of the observations, in seconds.
     pub sum_s: f64,
+    /// Number of observations.
     pub count: u64,
 }
 

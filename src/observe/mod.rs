@@ -5,12 +5,15 @@
 //!
 //! - `counters`: the per-device counters and the snapshot the pool reports.
 //! - `histogram`: a fixed-bucket, lock-free latency histogram.
-//! - `watchdog`: registers every create, exec and destroy; reports one that does not return.
+//! - `watchdog`: registers every create, exec and destroy; reports one that does not return,
+//!   quoting the live counts through [`LiveCounts`](watchdog::LiveCounts), which the pool's
+//!   ceiling implements (so this layer never names a pool type).
 //! - `export`: Prometheus text exposition, the JSON form and the `metrics` facade.
 //! - `serve`: [`MetricsServer`](serve::MetricsServer), a loopback HTTP endpoint for any
 //!   [`MetricsSource`](serve::MetricsSource).
 //!
 //! This layer calls only [`crate::desc`] and the loom shim.
+#![deny(missing_docs)]
 
 pub mod counters;
 pub mod export;

@@ -49,6 +49,7 @@ impl MetricsServer {
         Ok(MetricsServer { addr, stop, thread: Some(thread) })
     }
 
+    /// The address it listens on (the port chosen, when started on port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -57,8 +58,11 @@ impl MetricsServer {
 impl Drop for MetricsServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            // Nobody to return it to: logged, never re-raised (a drop must not panic).
+            tracing::error!("the metrics server thread panicked");
         }
     }
 }

@@ -9,18 +9,30 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::pool::ceiling::LiveCeiling;
 use crate::desc::PlanDesc;
+
+/// The live counts a stall report quotes: what the pool's ceiling implements. A trait, so
+/// that this layer (below the pool) never names the pool's types.
+pub trait LiveCounts: Send + Sync {
+    /// Handles alive now under this ceiling.
+    fn live(&self) -> usize;
+    /// The most that may be alive at once.
+    fn limit(&self) -> usize;
+}
 
 /// The call a stalled thread is in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum CallKind {
+    /// Inside `hipfftMakePlanMany64` (plan creation).
     Create,
+    /// Inside an `hipfftExec*` (with its set-stream and set-work-area).
     Exec,
+    /// Inside `hipfftDestroy`.
     Destroy,
 }
 
 impl CallKind {
+    /// The library call this kind stands for, for messages.
     pub fn api_name(self) -> &'static str {
         match self {
             CallKind::Create => "hipfftMakePlanMany64",
@@ -33,10 +45,15 @@ impl CallKind {
 /// A call past the threshold, as reported.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct StalledCall {
+    /// The call it is stuck in.
     pub kind: CallKind,
+    /// The plan's descriptor, as text.
     pub desc: String,
+    /// The thread's name (or id).
     pub thread: String,
+    /// Seconds since the call began.
     pub elapsed_s: f64,
+    /// The sentence logged for it, with the likely cause.
     pub message: String,
 }
 
@@ -44,7 +61,7 @@ struct Call {
     kind: CallKind,
     /// Valid while the call is registered: the caller holds its device (and so its
     /// ceiling) for the whole call, and the registration ends before the call returns.
-    ceiling: *const LiveCeiling,
+    ceiling: *const dyn LiveCounts,
     desc: PlanDesc,
     thread: Arc<str>,
     /// Scans that have seen this call; it is stalled once they span the threshold.
@@ -105,9 +122,14 @@ impl Watchdog {
         Watchdog { threshold, period, slab: Default::default() }
     }
 
-    pub(crate) fn enter(&self, kind: CallKind, desc: &PlanDesc, ceiling: &Arc<LiveCeiling>) -> CallGuard<'_> {
+    /// Registers a call until the guard drops. `ceiling` is the call's device's: a raw
+    /// pointer to it is kept (no reference count on the hot path), valid because the caller
+    /// holds the `Arc` for longer than the guard.
+    pub(crate) fn enter<C: LiveCounts + 'static>(&self, kind: CallKind, desc: &PlanDesc, ceiling: &Arc<C>) -> CallGuard<'_> {
         let thread = THREAD_NAME.with(|n| n.clone());
-        let call = Call { kind, ceiling: Arc::as_ptr(ceiling), desc: *desc, thread, age: 0, reported: false };
+        let ceiling: *const C = Arc::as_ptr(ceiling);
+        let ceiling = ceiling as *const dyn LiveCounts;
+        let call = Call { kind, ceiling, desc: *desc, thread, age: 0, reported: false };
         let mut slab = self.slab.lock();
         let slot = match slab.free.pop() {
             Some(i) => {

@@ -206,3 +206,13 @@ mod tests {
         assert!(t.join().unwrap());
     }
 }
+
+/// What the watchdog's stall reports quote (observe may not name pool types).
+impl crate::observe::watchdog::LiveCounts for LiveCeiling {
+    fn live(&self) -> usize {
+        LiveCeiling::live(self)
+    }
+    fn limit(&self) -> usize {
+        LiveCeiling::limit(self)
+    }
+}

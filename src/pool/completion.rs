@@ -37,7 +37,9 @@ impl PendingRelease {
     }
 }
 
-pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), ReleaseAfterError> {
+/// # Safety
+/// `stream` is a live stream of the pool's runtime ([`Lease::release_after`]).
+pub(crate) unsafe fn release_after(lease: Lease, stream: RawStream) -> Result<(), ReleaseAfterError> {
     let core = lease.entry.core.clone();
     let device = lease.entry.desc.device;
     let rt = &*core.runtime;
@@ -50,7 +52,9 @@ pub(crate) fn release_after(lease: Lease, stream: RawStream) -> Result<(), Relea
             Some(e) => e,
             None => rt.event_create()?,
         };
-        match rt.event_record(event, stream) {
+        // SAFETY: `event` is live (made above or kept on the free list); the caller
+        // promised `stream` is a live stream of this runtime.
+        match unsafe { rt.event_record(event, stream) } {
             Ok(()) => Ok(event),
             Err(e) => {
                 recycle(&core, device, event);
@@ -90,7 +94,8 @@ fn recycle(core: &Core, device: i32, event: RawEvent) {
         }
     }
     let rt = &*core.runtime;
-    if let Err(e) = with_device(rt, device, || rt.event_destroy(event)) {
+    // SAFETY: the event is live and no longer recorded or queried by anyone.
+    if let Err(e) = with_device(rt, device, || unsafe { rt.event_destroy(event) }) {
         tracing::warn!(error = %e, "event destroy failed");
     }
 }
@@ -170,12 +175,14 @@ fn poll(p: &PendingRelease) -> bool {
     let core = &e.core;
     let rt = &*core.runtime;
     let device = e.desc.device;
-    let fired = with_device(rt, device, || match rt.event_query(p.event) {
+    // SAFETY: a pending release owns its live event until `recycle`.
+    let fired = with_device(rt, device, || match unsafe { rt.event_query(p.event) } {
         Ok(done) => Ok(done),
         Err(err) => {
             Counters::bump(&e.dev.counters.event_failures);
             tracing::warn!(error = %err, plan = ?e.plan, "event query failed; synchronizing the event instead");
-            if let Err(err) = rt.event_synchronize(p.event) {
+            // SAFETY: as for the query.
+            if let Err(err) = unsafe { rt.event_synchronize(p.event) } {
                 tracing::error!(error = %err, plan = ?e.plan, "event synchronize failed; releasing the lease anyway (the device is in error)");
             }
             Ok(true)

@@ -40,6 +40,28 @@ pub enum CeilingScope {
     PerDevice,
 }
 
+/// How a [`PlanPool`](crate::PlanPool) is configured: build one with [`PoolConfig::builder`]
+/// (checked) or read it from the environment with [`PoolConfig::from_env`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use hipfft_pool::PoolConfig;
+///
+/// let config = PoolConfig::builder()
+///     .capacity(64)
+///     .private_ceiling(96) // this pool's own ceiling, not the process-wide one
+///     .acquire_timeout(Duration::from_secs(2))
+///     .build()?;
+/// assert_eq!((config.capacity, config.live_ceiling), (64, 96));
+///
+/// // What `from_env` reads, from any lookup; a bad value is a warning, not an error.
+/// let (config, warnings) = PoolConfig::from_lookup(|name| (name == "HIPFFT_POOL_CAPACITY").then(|| "32".to_string()));
+/// assert_eq!(config.capacity, 32);
+/// assert!(warnings.is_empty());
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct PoolConfig {
     /// Plans the cache holds.

@@ -94,7 +94,9 @@ impl Core {
         let result = {
             let _span = tracing::debug_span!("destroy", desc = %entry.desc).entered();
             let _call = self.watchdog.enter(CallKind::Destroy, &entry.desc, &entry.dev.ceiling);
-            with_device(rt, entry.desc.device, || rt.plan_destroy(entry.plan))
+            // SAFETY: the plan is live and unreachable: no lease, no cache slot, no other
+            // destroyer; its last execution was released.
+            with_device(rt, entry.desc.device, || unsafe { rt.plan_destroy(entry.plan) })
         };
         let c = &entry.dev.counters;
         c.record_latency(Latency::Destroy, entry.desc.device, started.elapsed());

@@ -14,6 +14,26 @@ use crate::pool::lease_state::Released;
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 
+/// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
+/// While it is held the plan is never destroyed; release it once the work enqueued under it
+/// completed ([`Lease::release_after`] does that for a stream).
+///
+/// # Examples
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+/// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+/// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+/// # let pool = PlanPool::new(config, runtime.clone())?;
+/// let desc = PlanDesc::new(TransformType::R2C, &[400], 16);
+/// let lease = pool.acquire(&desc)?;
+/// assert_eq!(lease.desc(), &desc);
+/// assert_eq!(pool.metrics().in_flight, 1);
+/// drop(lease); // dropping releases, like `release`
+/// assert_eq!(pool.metrics().in_flight, 0);
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 pub struct Lease {
     pub(crate) entry: Arc<PlanEntry>,
 }
@@ -40,15 +60,57 @@ impl fmt::Debug for Lease {
 impl Lease {
     /// The raw `hipfftHandle` (a pointer on AMD, an `int` on NVIDIA), for callers that drive
     /// hipFFT themselves. Valid while this lease is held.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// assert_ne!(lease.plan().0, 0);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn plan(&self) -> RawPlan {
         self.entry.plan
     }
 
     /// Work-area bytes the plan needs per execution (what `hipfftMakePlanMany64` returned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[1024], 4))?;
+    /// let work = runtime.malloc(lease.work_size())?; // what each execution needs
+    /// // SAFETY: allocated above, used by nothing.
+    /// unsafe { runtime.free(work) }?;
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn work_size(&self) -> usize {
         self.entry.work_size
     }
 
+    /// The descriptor the plan was made for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::Z2Z, &[32, 32], 2);
+    /// assert_eq!(pool.acquire(&desc)?.desc(), &desc);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn desc(&self) -> &PlanDesc {
         &self.entry.desc
     }
@@ -57,7 +119,51 @@ impl Lease {
     /// so two threads never interleave them. `work_area` must hold `work_size()` bytes when
     /// that is non-zero (unless the plan owns its area); a zero-byte area is never passed on
     /// as null. `direction` must be `Forward` for R2C/D2Z and `Inverse` for C2R/Z2D.
-    pub fn exec(
+    ///
+    /// Null pointers, a wrong direction and a missing work area are refused with
+    /// [`Error::InvalidArgument`] before anything is enqueued; what cannot be checked is the
+    /// caller's promise below.
+    ///
+    /// # Safety
+    /// - `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime on the plan's
+    ///   device.
+    /// - `input` and `output` are device memory of the plan's device holding the plan's input
+    ///   and output extents (`input_bytes()` and the output's size; they may be equal for an
+    ///   in-place transform), and `work_area`, when given, holds `work_size()` bytes.
+    /// - All three stay allocated, and nothing else writes them, until the transform
+    ///   completes on `stream`; the lease is held that long too (release it with
+    ///   [`Lease::release_after`] on the same stream).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2C, &[64], 1);
+    /// let lease = pool.acquire(&desc)?;
+    /// let ext = desc.extents()?;
+    /// // On the sim device memory is host memory; on a GPU these come from the host's allocator.
+    /// let (input, output) = (runtime.malloc(ext.input_bytes)?, runtime.malloc(ext.output_bytes)?);
+    /// let work = runtime.malloc(lease.work_size())?;
+    /// let stream = runtime.stream_create()?;
+    /// // SAFETY: the buffers are the pool's runtime's, of the sizes the plan needs, and are freed
+    /// // only after the stream finished; the lease is released after the stream's work too.
+    /// unsafe {
+    ///     runtime.memcpy_htod(input, &vec![0u8; ext.input_bytes])?;
+    ///     lease.exec(stream, input, output, hipfft_pool::Direction::Forward, Some(work))?;
+    ///     lease.release_after(stream)?;
+    ///     runtime.stream_synchronize(stream)?;
+    ///     for buffer in [input, output, work] {
+    ///         runtime.free(buffer)?;
+    ///     }
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn exec(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -66,7 +172,8 @@ impl Lease {
         work_area: Option<DevicePtr>,
     ) -> Result<()> {
         let area = self.checked_area(input, output, direction, work_area)?;
-        self.enqueue(stream, input, output, direction, area)
+        // SAFETY: the caller's promise, with the area checked against the plan above.
+        unsafe { self.enqueue(stream, input, output, direction, area) }
     }
 
     /// Checks an execution's arguments; returns the work area to pass on.
@@ -96,7 +203,9 @@ impl Lease {
         }
     }
 
-    fn enqueue(
+    /// # Safety
+    /// [`Lease::exec`]'s contract, with `area` checked by `checked_area`.
+    unsafe fn enqueue(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -108,7 +217,11 @@ impl Lease {
         let rt = &*e.core.runtime;
         let _serial = e.exec_lock.lock();
         let _call = e.core.watchdog.enter(crate::observe::watchdog::CallKind::Exec, &e.desc, &e.dev.ceiling);
-        let r = with_device(rt, e.desc.device, || rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction));
+        // SAFETY: the plan is live while this lease is held, made for its transform, and
+        // `exec_lock` keeps other threads out; the caller vouched for stream and buffers.
+        let r = with_device(rt, e.desc.device, || unsafe {
+            rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction)
+        });
         if r.is_err() {
             Counters::bump(&e.dev.counters.exec_failures);
         }
@@ -116,6 +229,20 @@ impl Lease {
     }
 
     /// Bytes the input buffer of one execution spans (what a scratch copy needs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2R, &[16], 2);
+    /// // 2 batches of 9 complex floats (8 bytes each): the half spectrum of 16 points.
+    /// assert_eq!(pool.acquire(&desc)?.input_bytes(), 2 * 9 * 8);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn input_bytes(&self) -> usize {
         self.entry.input_bytes
     }
@@ -124,7 +251,44 @@ impl Lease {
     /// on cuFFT and hipFFT (and hipFFT's R2C may too), so the input is first copied to
     /// `scratch` (at least [`Lease::input_bytes`] bytes, from the caller's allocator) on the
     /// same stream, and the transform reads the copy.
-    pub fn exec_preserving_input(
+    ///
+    /// # Safety
+    /// [`Lease::exec`]'s contract, and `scratch` is device memory of the plan's device of at
+    /// least [`Lease::input_bytes`] bytes, apart from `input` and `output`, that stays
+    /// allocated until the transform completes on `stream`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2R, &[64], 1);
+    /// let lease = pool.acquire(&desc)?;
+    /// let ext = desc.extents()?;
+    /// let (input, output) = (runtime.malloc(ext.input_bytes)?, runtime.malloc(ext.output_bytes)?);
+    /// let (work, scratch) = (runtime.malloc(lease.work_size())?, runtime.malloc(lease.input_bytes())?);
+    /// let stream = runtime.stream_create()?;
+    /// let spectrum = vec![1u8; ext.input_bytes];
+    /// // SAFETY: as for `exec`, and `scratch` holds `input_bytes()` bytes of its own.
+    /// unsafe {
+    ///     runtime.memcpy_htod(input, &spectrum)?;
+    ///     lease.exec_preserving_input(stream, input, output, hipfft_pool::Direction::Inverse, Some(work), scratch)?;
+    ///     lease.release_after(stream)?;
+    ///     runtime.stream_synchronize(stream)?;
+    ///     let mut after = vec![0u8; ext.input_bytes];
+    ///     runtime.memcpy_dtoh(&mut after, input)?;
+    ///     assert!(after == spectrum, "C2R overwrote the copy, not the input");
+    ///     for buffer in [input, output, work, scratch] {
+    ///         runtime.free(buffer)?;
+    ///     }
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn exec_preserving_input(
         &self,
         stream: RawStream,
         input: DevicePtr,
@@ -149,20 +313,64 @@ impl Lease {
             ));
         }
         let rt = &*self.entry.core.runtime;
-        with_device(rt, self.entry.desc.device, || rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream))?;
-        self.enqueue(stream, scratch, output, direction, area)
+        // SAFETY: the caller promised `input` and `scratch` hold `input_bytes()` and `stream`
+        // is live; both stay allocated until the stream passes the transform.
+        with_device(rt, self.entry.desc.device, || unsafe {
+            rt.memcpy_dtod_async(scratch, input, self.input_bytes(), stream)
+        })?;
+        // SAFETY: as above; the transform reads the copy, in stream order after it.
+        unsafe { self.enqueue(stream, scratch, output, direction, area) }
     }
 
     /// Releases now. The caller vouches that no execution under this lease is still pending
     /// on the device (or uses [`Lease::release_after`]). Never calls the runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// lease.release(); // nothing was enqueued under it
+    /// assert_eq!(pool.metrics().in_flight, 0);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn release(self) {
         drop(self)
     }
 
     /// Releases once the work enqueued so far on `stream` completes: the pool records an
     /// event there and its completion thread releases the lease when the event fires.
-    pub fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
-        crate::pool::completion::release_after(self, stream)
+    ///
+    /// # Safety
+    /// `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime (an event is
+    /// recorded on it now; it may be destroyed afterwards).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let stream = runtime.stream_create()?;
+    /// // SAFETY: a live stream of the pool's runtime.
+    /// unsafe { lease.release_after(stream) }?;
+    /// // SAFETY: as above; destroyed once its work (none here) is done.
+    /// unsafe {
+    ///     runtime.stream_synchronize(stream)?;
+    ///     runtime.stream_destroy(stream)?;
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { crate::pool::completion::release_after(self, stream) }
     }
 }
 
@@ -196,8 +404,37 @@ impl Drop for Lease {
             Released::LastOfRetired => {
                 // Hand it to the destroyer thread; if that is gone (process teardown), the
                 // plan is destroyed by whoever drains the queue, never here.
-                let _ = self.entry.core.retire_tx.send(self.entry.clone());
+                if self.entry.core.retire_tx.send(self.entry.clone()).is_err() {
+                    // The destroyer thread is gone (it panicked, or the process is exiting):
+                    // the handle is never destroyed. Counted and logged, never a panic here.
+                    Counters::bump(&self.entry.dev.counters.destroy_failures);
+                    tracing::error!(plan = ?self.entry.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
+                }
             }
         }
+    }
+}
+
+// So that `?` works on `release_after` in any function returning the crate's `Result`.
+
+impl std::fmt::Display for ReleaseAfterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "release_after failed (the lease came back to the caller): {}", self.error)
+    }
+}
+
+impl std::error::Error for ReleaseAfterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// `?` on [`Lease::release_after`] keeps the error and drops the lease that came back.
+/// Dropping a lease releases it at once, so only convert where its execution is known to be
+/// complete (or the device is in error); to wait first, match the error and synchronize the
+/// stream before dropping `lease`.
+impl From<ReleaseAfterError> for Error {
+    fn from(e: ReleaseAfterError) -> Self {
+        e.error
     }
 }

@@ -37,6 +37,37 @@ use crate::observe::watchdog::{CallKind, StalledCall, Watchdog};
 /// executions holding the live plans can never complete.
 pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 
+/// A bounded cache of FFT plans in front of a hard ceiling on live handles: the one object a
+/// host keeps. Every method may be called from any thread, concurrently.
+///
+/// # Examples
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+/// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+/// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+/// # let pool = PlanPool::new(config, runtime.clone())?;
+/// // A transform, as MLX runs one: acquire, execute on a stream, release after the stream.
+/// let desc = PlanDesc::new(TransformType::C2C, &[256], 8);
+/// let lease = pool.acquire(&desc)?;
+/// let ext = desc.extents()?;
+/// let (input, output) = (runtime.malloc(ext.input_bytes)?, runtime.malloc(ext.output_bytes)?);
+/// let work = runtime.malloc(lease.work_size())?;
+/// let stream = runtime.stream_create()?;
+/// // SAFETY: the runtime's buffers of the plan's sizes, freed after the stream finished.
+/// unsafe {
+///     lease.exec(stream, input, output, hipfft_pool::Direction::Forward, Some(work))?;
+///     lease.release_after(stream)?;
+///     runtime.stream_synchronize(stream)?;
+///     for buffer in [input, output, work] {
+///         runtime.free(buffer)?;
+///     }
+///     runtime.stream_destroy(stream)?;
+/// }
+/// assert_eq!(pool.metrics().creations, 1);
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
 pub struct PlanPool {
     core: Arc<Core>,
     map: DashMap<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
@@ -102,6 +133,20 @@ pub struct CachedPlan {
 
 impl PlanPool {
     /// A pool over `runtime`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    ///
+    /// // The simulated runtime; `runtime::select::open` opens hipFFT or cuFFT where there is a GPU.
+    /// let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let config = PoolConfig::builder().capacity(16).private_ceiling(32).build()?;
+    /// let pool = PlanPool::new(config, runtime)?;
+    /// assert_eq!(pool.capacity(), 16);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn new(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<PlanPool> {
         let ceilings = match &config.ceiling_scope {
             CeilingScope::Shared(c) => CeilingPlan::Shared(c.clone()),
@@ -192,24 +237,93 @@ impl PlanPool {
         })
     }
 
+    /// The runtime the pool makes, executes and destroys its plans on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// assert_eq!(pool.runtime().kind(), hipfft_pool::RuntimeKind::Sim);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn runtime(&self) -> &Arc<dyn Runtime> {
         &self.core.runtime
     }
 
     /// The ceiling device 0's plans count against (the only one unless split per device).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// assert_eq!((pool.ceiling().live(), pool.ceiling().limit()), (1, 8));
+    /// drop(lease);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn ceiling(&self) -> Arc<LiveCeiling> {
         self.ceiling_for(0)
     }
 
     /// The ceiling a device's plans count against.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// // One ceiling for every device unless the pool splits it per device.
+    /// assert!(Arc::ptr_eq(&pool.ceiling_for(0), &pool.ceiling()));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn ceiling_for(&self, device: i32) -> Arc<LiveCeiling> {
         self.core.device(device).ceiling.clone()
     }
 
+    /// The most plans the cache keeps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// assert_eq!(pool.capacity(), 4);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn capacity(&self) -> usize {
         lock(&self.inner).capacity
     }
 
+    /// How long a miss waits at the ceiling before it fails with `CeilingTimeout`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// use std::time::Duration;
+    /// let config = PoolConfig::builder().capacity(4).private_ceiling(8).acquire_timeout(Duration::from_millis(250)).build()?;
+    /// let pool = PlanPool::new(config, runtime)?;
+    /// assert_eq!(pool.acquire_timeout(), Duration::from_millis(250));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn acquire_timeout(&self) -> Duration {
         self.acquire_timeout
     }
@@ -217,6 +331,23 @@ impl PlanPool {
     /// A lease on the plan for `desc`, made if needed. On a miss at the ceiling it destroys
     /// retired plans whose executions finished, evicts idle plans, calls the flush hook once,
     /// then waits up to the acquire timeout; it never waits unbounded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::R2C, &[400], 512);
+    /// let first = pool.acquire(&desc)?; // a miss: the plan is made
+    /// drop(first); // released (no execution was enqueued under it)
+    /// let second = pool.acquire(&desc)?; // a hit: the same plan
+    /// assert_eq!(second.desc(), &desc);
+    /// assert_eq!((pool.metrics().misses, pool.metrics().hits), (1, 1));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     #[inline]
     pub fn acquire(&self, desc: &PlanDesc) -> Result<Lease> {
         match self.try_hit(desc) {
@@ -513,6 +644,23 @@ impl PlanPool {
     }
 
     /// Changes the capacity at run time (1 to the live ceiling), evicting as needed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// for n in [8, 16, 32] {
+    ///     pool.acquire(&PlanDesc::new(TransformType::C2C, &[n], 1))?; // released at once
+    /// }
+    /// pool.set_capacity(1)?;
+    /// assert_eq!(pool.metrics().cached, 1);
+    /// assert!(pool.set_capacity(100).is_err(), "above the live ceiling of 8");
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn set_capacity(&self, capacity: usize) -> Result<()> {
         let limit = match &self.core.ceilings {
             CeilingPlan::Shared(c) => c.limit(),
@@ -539,6 +687,21 @@ impl PlanPool {
     }
 
     /// Destroys every idle cached plan. Returns how many were destroyed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// pool.acquire(&PlanDesc::new(TransformType::C2C, &[8], 1))?; // idle once released
+    /// let held = pool.acquire(&PlanDesc::new(TransformType::C2C, &[16], 1))?;
+    /// assert_eq!(pool.trim(), 1, "the idle plan goes, the leased one stays");
+    /// drop(held);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn trim(&self) -> usize {
         let mut victims = Vec::new();
         {
@@ -555,21 +718,80 @@ impl PlanPool {
         victims.len()
     }
 
+    /// Sets (or, with `None`, clears) the hook a miss calls once before it waits at the ceiling
+    /// (see [`FlushHook`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let hook: hipfft_pool::FlushHook = Arc::new(|| {
+    ///     // Submit the GPU work the host has batched, so the leases it holds can complete.
+    /// });
+    /// pool.set_flush_hook(Some(hook));
+    /// pool.set_flush_hook(None); // cleared
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn set_flush_hook(&self, hook: Option<FlushHook>) {
         *self.flush_hook.write() = hook;
     }
 
     /// Every count of the whole pool, at one moment (see [`MetricsSnapshot`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let m = pool.metrics();
+    /// assert_eq!((m.live, m.cached, m.in_flight, m.capacity), (1, 1, 1, 4));
+    /// drop(lease);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn metrics(&self) -> MetricsSnapshot {
         self.snapshot(None)
     }
 
     /// Every count of one device's plans.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1).on_device(0))?;
+    /// assert_eq!(pool.metrics_for(0).creations, 1);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn metrics_for(&self, device: i32) -> MetricsSnapshot {
         self.snapshot(Some(device))
     }
 
     /// One snapshot per device the pool has used (device 0 if none yet).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let devices: Vec<i32> = pool.metrics_by_device().into_iter().map(|(d, _)| d).collect();
+    /// assert_eq!(devices, [0]);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn metrics_by_device(&self) -> Vec<(i32, MetricsSnapshot)> {
         let mut ids: Vec<i32> = self.core.devices.read().keys().copied().collect();
         if ids.is_empty() {
@@ -625,11 +847,38 @@ impl PlanPool {
     }
 
     /// Runtime calls running past the watchdog threshold right now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// assert!(pool.stalled_calls().is_empty(), "nothing runs past the watchdog threshold");
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn stalled_calls(&self) -> Vec<StalledCall> {
         self.core.watchdog.stalled()
     }
 
     /// The cached plans, most recently used first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let plans = pool.cached_plans();
+    /// assert_eq!((plans.len(), plans[0].leases), (1, 1));
+    /// drop(lease);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn cached_plans(&self) -> Vec<CachedPlan> {
         let mut inner = lock(&self.inner);
         Self::sync_recency(&mut inner);
@@ -648,6 +897,21 @@ impl PlanPool {
     /// Stops serving, destroys idle plans, and waits up to the shutdown timeout for leased
     /// ones. Plans still leased afterwards are destroyed when their last lease goes.
     /// Calling it again returns at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let report = pool.shutdown();
+    /// assert_eq!((report.destroyed, report.timed_out), (1, false));
+    /// assert!(matches!(pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1)), Err(hipfft_pool::Error::ShutDown)));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn shutdown(&self) -> ShutdownReport {
         let mut victims = Vec::new();
         {
@@ -714,7 +978,8 @@ impl PlanPool {
         for (device, list) in events {
             let _ = with_device(rt, device, || {
                 for ev in list {
-                    if let Err(e) = rt.event_destroy(ev) {
+                    // SAFETY: free-list events are live and recorded by nobody.
+                    if let Err(e) = unsafe { rt.event_destroy(ev) } {
                         tracing::warn!(error = %e, "event destroy failed");
                     }
                 }
@@ -729,7 +994,9 @@ impl Drop for PlanPool {
         self.shutdown();
         if let Some((thread, stop)) = self.watchdog.take() {
             drop(stop);
-            let _ = thread.join();
+            if thread.join().is_err() {
+                tracing::error!("the watchdog thread panicked");
+            }
         }
     }
 }

@@ -7,11 +7,35 @@ use crate::pool::plan_pool::PlanPool;
 
 impl PlanPool {
     /// The pool's metrics as Prometheus text, one series per device.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// assert!(pool.metrics_text().contains("hipfft_pool_live"));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn metrics_text(&self) -> String {
         export::prometheus_text_by_device(&self.metrics_by_device(), &self.metrics())
     }
 
     /// The pool's metrics as JSON: `{"total": {...}, "devices": {"0": {...}}}`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// assert!(pool.metrics_json().starts_with('{'));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn metrics_json(&self) -> String {
         export::json_by_device(self.metrics_by_device(), &self.metrics())
     }
@@ -24,6 +48,19 @@ impl PlanPool {
     }
 
     /// A human summary, in the spirit of CuPy's `show_plan_cache_info`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// println!("{}", pool.summary());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
     pub fn summary(&self) -> PoolSummary<'_> {
         PoolSummary(self)
     }

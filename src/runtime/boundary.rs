@@ -32,10 +32,12 @@ impl HostCall {
         unsafe { (self.f)(self.data) }
     }
 
+    /// The function.
     pub fn function(&self) -> unsafe extern "C" fn(*mut std::ffi::c_void) {
         self.f
     }
 
+    /// Its argument.
     pub fn data(&self) -> *mut std::ffi::c_void {
         self.data
     }
@@ -50,6 +52,7 @@ pub struct RawPlan(pub usize);
 pub struct RawStream(pub usize);
 
 impl RawStream {
+    /// The null (default) stream of the current device.
     pub const NULL: RawStream = RawStream(0);
 }
 
@@ -62,13 +65,17 @@ pub struct RawEvent(pub usize);
 pub struct DevicePtr(pub usize);
 
 impl DevicePtr {
+    /// The null pointer, never a valid buffer.
     pub const NULL: DevicePtr = DevicePtr(0);
+    /// Whether this is [`DevicePtr::NULL`].
     pub fn is_null(self) -> bool {
         self.0 == 0
     }
+    /// The address of `p` (a device pointer, or host memory on the sim).
     pub fn from_ptr<T>(p: *const T) -> Self {
         DevicePtr(p as usize)
     }
+    /// The address as a raw pointer, for the library calls.
     pub fn as_ptr<T>(self) -> *mut T {
         self.0 as *mut T
     }
@@ -86,7 +93,9 @@ pub struct PlanOptions {
 /// (`hipfftGetSizeMany64` ignores its handle and builds a throwaway plan, so it is never used.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CreatedPlan {
+    /// The handle, made and ready to execute.
     pub plan: RawPlan,
+    /// Work-area bytes each execution needs (0: none).
     pub work_size: usize,
 }
 
@@ -94,12 +103,16 @@ pub struct CreatedPlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuntimeKind {
+    /// [`SimRuntime`](crate::runtime::sim::SimRuntime): the CPU stand-in.
     Sim,
+    /// hipFFT and HIP (AMD, or NVIDIA through hipFFT's CUDA backend).
     Hip,
+    /// cuFFT and the CUDA runtime (feature `cuda`).
     Cuda,
 }
 
 impl RuntimeKind {
+    /// `sim`, `hip` or `cuda`: the names `--runtime` and `HIPFFT_POOL_RUNTIME` take.
     pub fn name(self) -> &'static str {
         match self {
             RuntimeKind::Sim => "sim",
@@ -122,16 +135,52 @@ pub struct RuntimeInfo {
     pub libraries: Vec<(String, String)>,
     /// Library versions, as the libraries report them.
     pub versions: Vec<(String, String)>,
+    /// One line per device: its ordinal and name.
     pub devices: Vec<String>,
 }
 
 /// The FFT library boundary. Implementations are `Send + Sync`; calls on one plan are
 /// serialized by the pool (a plan carries one stream and one work area at a time).
-pub trait Runtime: Send + Sync + 'static {
+///
+/// # Where the unsafe boundary is
+///
+/// As in cudarc's `cufft::result`: a call that needs only the loaded library (a device
+/// number, a size, a descriptor) is safe; a call that takes a raw handle or a device pointer
+/// is an `unsafe fn`, because the library dereferences what it is given and a wrong integer
+/// is undefined behaviour on a GPU (and host memory corruption on the sim, whose device
+/// memory is host memory). Each `# Safety` section says what the caller guarantees; owning
+/// wrappers (the pool's plans and leases, `check::buffer`'s `DeviceBuffer` and `Stream`)
+/// discharge them once, so their users stay in safe code.
+///
+/// The handle rules every `# Safety` section below refers to:
+/// - a *live plan* came from this runtime's [`Runtime::plan_create`] and has not been
+///   passed to [`Runtime::plan_destroy`];
+/// - a *live event* came from [`Runtime::event_create`] and was not destroyed;
+/// - a *live stream* is [`RawStream::NULL`] or came from [`Runtime::stream_create`] and was
+///   not destroyed;
+/// - a *device range* of `n` bytes at `p` lies inside one allocation of this runtime's
+///   [`Runtime::malloc`] that has not been freed (or, for a host that drives the library
+///   itself, inside memory the library accepts as device memory).
+///
+/// # Safety
+///
+/// For implementors. Safe code trusts what a runtime returns (the owning wrappers copy into
+/// what `malloc` gave, the pool hands out plans `plan_create` made), so an implementation
+/// promises:
+/// - `malloc(bytes)` returns a pointer that this runtime's memory calls and executions
+///   accept as a device range of `bytes` bytes until it is freed;
+/// - `plan_create` returns a live plan whose executions read and write no more than the
+///   descriptor's extents and a work area of the `work_size` it reports;
+/// - `event_create` and `stream_create` return live handles;
+/// - no call touches memory beyond what its own `# Safety` section names, from any thread.
+pub unsafe trait Runtime: Send + Sync + 'static {
+    /// Which library this is.
     fn kind(&self) -> RuntimeKind;
 
+    /// Libraries, versions and devices, for `hipfft-pool info` and logs.
     fn info(&self) -> RuntimeInfo;
 
+    /// `hipGetDeviceCount`.
     fn device_count(&self) -> Result<i32>;
     /// The calling thread's current device (`hipGetDevice`).
     fn current_device(&self) -> Result<i32>;
@@ -144,11 +193,18 @@ pub trait Runtime: Send + Sync + 'static {
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan>;
 
     /// `hipfftSetStream`, then `hipfftSetWorkArea` when `work_area` is given, then the
-    /// `hipfftExec*` that `transform` names (direction is used by C2C/Z2Z only). The caller
-    /// guarantees no other thread is inside this call for the same plan, and never passes a
-    /// null work area. The transform is enqueued: it may still run after this returns.
+    /// `hipfftExec*` that `transform` names (direction is used by C2C/Z2Z only). The
+    /// transform is enqueued: it may still run after this returns.
+    ///
+    /// # Safety
+    /// - `plan` is a live plan of this runtime, made for `transform`, on the current device;
+    ///   no other thread is inside `plan_exec` for it.
+    /// - `stream` is a live stream of the current device.
+    /// - `input` and `output` are device ranges of the sizes the plan's descriptor implies
+    ///   (`work_area`, when given, of the plan's work size; never null), and stay allocated
+    ///   until the transform completes on `stream`.
     #[allow(clippy::too_many_arguments)]
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         plan: RawPlan,
         transform: TransformType,
@@ -160,43 +216,84 @@ pub trait Runtime: Send + Sync + 'static {
     ) -> Result<()>;
 
     /// `hipfftDestroy`. May block: it can reach `hipFree`, which synchronizes the device.
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()>;
+    ///
+    /// # Safety
+    /// `plan` is a live plan of this runtime with no execution still pending, and no other
+    /// thread uses it; afterwards it is dead.
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()>;
 
     /// `hipEventCreateWithFlags(hipEventDisableTiming)`.
     fn event_create(&self) -> Result<RawEvent>;
     /// `hipEventRecord`.
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` is a live event and `stream` a live stream of this runtime.
+    unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()>;
     /// `hipEventQuery`: `Ok(true)` when complete, `Ok(false)` on `hipErrorNotReady`.
-    fn event_query(&self, event: RawEvent) -> Result<bool>;
+    ///
+    /// # Safety
+    /// `event` is a live event of this runtime.
+    unsafe fn event_query(&self, event: RawEvent) -> Result<bool>;
     /// `hipEventSynchronize`.
-    fn event_synchronize(&self, event: RawEvent) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` is a live event of this runtime.
+    unsafe fn event_synchronize(&self, event: RawEvent) -> Result<()>;
     /// `hipEventDestroy`.
-    fn event_destroy(&self, event: RawEvent) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` is a live event of this runtime that no other thread uses; afterwards it is dead.
+    unsafe fn event_destroy(&self, event: RawEvent) -> Result<()>;
 
     /// `hipStreamCreateWithFlags(hipStreamNonBlocking)`.
     fn stream_create(&self) -> Result<RawStream>;
     /// `hipStreamSynchronize`.
-    fn stream_synchronize(&self, stream: RawStream) -> Result<()>;
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this runtime.
+    unsafe fn stream_synchronize(&self, stream: RawStream) -> Result<()>;
     /// `hipStreamDestroy`.
-    fn stream_destroy(&self, stream: RawStream) -> Result<()>;
+    ///
+    /// # Safety
+    /// `stream` came from [`Runtime::stream_create`] (not the null stream), was not destroyed,
+    /// and no other thread uses it; afterwards it is dead.
+    unsafe fn stream_destroy(&self, stream: RawStream) -> Result<()>;
 
     /// `hipMalloc`. A zero-byte request returns a valid, non-null pointer.
     fn malloc(&self, bytes: usize) -> Result<DevicePtr>;
     /// `hipFree`.
-    fn free(&self, ptr: DevicePtr) -> Result<()>;
+    ///
+    /// # Safety
+    /// `ptr` is null or came from this runtime's [`Runtime::malloc`] and was not freed; no
+    /// work still pending on any stream uses it (the library synchronizes, the caller must
+    /// not enqueue more), and nothing reads it afterwards.
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<()>;
     /// `hipMemcpy` host to device: synchronous for the host, but like `hipMemcpy` not
     /// ordered after work on non-blocking streams; synchronize those first.
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
+    ///
+    /// # Safety
+    /// `dst` is a device range of `src.len()` bytes that no pending work writes or reads.
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
     /// `hipMemcpy` device to host (same ordering as `memcpy_htod`).
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()>;
+    ///
+    /// # Safety
+    /// `src` is a device range of `dst.len()` bytes that no pending work writes.
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()>;
     /// `hipMemcpyAsync` device to device on `stream`.
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;
+    ///
+    /// # Safety
+    /// `dst` and `src` are device ranges of `bytes` bytes that stay allocated until the copy
+    /// completes on `stream`, a live stream of this runtime.
+    unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;
 
     /// `hipStreamIsCapturing` / `cudaStreamIsCapturing`: whether work enqueued on `stream`
     /// now is captured into a graph (and runs only when the graph is launched). An event
     /// recorded during a capture proves nothing when queried, and no plan may be created or
     /// destroyed while one is active. The default: a runtime without graphs, never.
-    fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this runtime (or the null stream).
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
         let _ = stream;
         Ok(false)
     }
@@ -204,7 +301,11 @@ pub trait Runtime: Send + Sync + 'static {
     /// `hipLaunchHostFunc` / `cudaLaunchHostFunc`: runs `call` once the work enqueued so far
     /// on `stream` has completed; on a capturing stream it becomes a host node that runs each
     /// time the graph runs. The default: unavailable.
-    fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this runtime (or the null stream); `call` keeps
+    /// [`HostCall::new`]'s contract.
+    unsafe fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
         let _ = (stream, call);
         Err(crate::error::Error::Unavailable("this runtime has no host functions".into()))
     }

@@ -32,8 +32,11 @@ impl fmt::Display for Api {
 /// A status code from an FFT or GPU runtime library, by name and number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct RuntimeCode {
+    /// Which library returned it.
     pub api: Api,
+    /// The number the library returned.
     pub value: i32,
+    /// Its name in the library's header (`HIPFFT_INVALID_PLAN`, `hipErrorNotReady`).
     pub name: &'static str,
 }
 
@@ -44,6 +47,8 @@ impl fmt::Display for RuntimeCode {
 }
 
 /// `hipfftResult` values (hipfft.h). cuFFT's `cufftResult` uses the same numbers.
+// The constants are the header's names without the `HIPFFT_` prefix: the header documents them.
+#[allow(missing_docs)]
 pub mod hipfft_result {
     pub const SUCCESS: i32 = 0;
     pub const INVALID_PLAN: i32 = 1;
@@ -106,8 +111,9 @@ impl RuntimeCode {
     }
 }
 
-#[allow(non_upper_case_globals)]
 /// `hipError_t` values (hip_runtime_api.h), the ones this crate names.
+// The constants carry the header's names: the header documents them.
+#[allow(non_upper_case_globals, missing_docs)]
 pub mod hip_error {
     pub const hipSuccess: i32 = 0;
     pub const hipErrorInvalidValue: i32 = 1;

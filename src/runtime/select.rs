@@ -13,12 +13,16 @@ pub enum RuntimeChoice {
     /// hip if a device is there, else cuda, else sim.
     #[default]
     Auto,
+    /// The simulated runtime, always there.
     Sim,
+    /// hipFFT and HIP; fails if they are missing or have no device.
     Hip,
+    /// cuFFT and CUDA (feature `cuda`); fails if missing or without a device.
     Cuda,
 }
 
 impl RuntimeChoice {
+    /// From `auto`, `sim`, `hip` or `cuda` (what `--runtime` and `HIPFFT_POOL_RUNTIME` take).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "auto" => Some(Self::Auto),
@@ -28,6 +32,7 @@ impl RuntimeChoice {
             _ => None,
         }
     }
+    /// The name [`RuntimeChoice::parse`] reads.
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
@@ -40,7 +45,9 @@ impl RuntimeChoice {
 
 /// A runtime, and why others were skipped (for `hipfft-pool info`).
 pub struct Selected {
+    /// The runtime that opened.
     pub runtime: Arc<dyn Runtime>,
+    /// For `auto`: each runtime tried before it, with why it was skipped.
     pub skipped: Vec<String>,
 }
 

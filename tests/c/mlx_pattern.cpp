@@ -7,16 +7,26 @@
 // result is checked against a naive DFT in double (relative L2 error <= 1e-5), and the
 // pool's metrics against MLX_ROCM_FFT_CACHE_SIZE.
 //
-// Usage: mlx_pattern [--rounds R] [--check-rows K]   (K = 0: check every row)
+// Usage: mlx_pattern [--rounds R] [--check-rows K] [--launch eager|deferred]
+//        mlx_pattern --case throw-after-exec
+// K = 0: check every row. `--launch deferred` runs every launched function at the next
+// commit, after execute_fft returned (the fragment must hold its lease by value; run it with
+// HIPFFT_POOL_DEBUG_CHECKS=1, so that a dangling lease is refused by the library instead of
+// read). `--case throw-after-exec` makes launch_kernel throw after it ran the transform and
+// checks, against the simulated runtime's result, that the lease was released only after
+// the transform ran (run it with HIPFFT_POOL_SIM_EXEC_LATENCY_US set, so the transform is
+// still pending when the exception leaves execute_fft).
 // Prints "mlx_pattern: N passed, M failed"; exits non-zero on any failure.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hipfft_pool.hpp"
@@ -211,17 +221,82 @@ void test_adapter() {
   check(pool.metrics_text().find("hipfft_pool_capacity") != std::string::npos, "metrics_text");
 }
 
+// launch_kernel throws after it ran the transform, as a launch that checks for errors after
+// the call can. The fragment must leave the lease to the commit's completion handlers: the
+// pool may see it released only once the transform has run. The ground truth is the
+// simulated runtime's own work: it writes the output when it runs the transform, after
+// HIPFFT_POOL_SIM_EXEC_LATENCY_US; the buffer starts as NaN (mini_mlx's malloc_async). The
+// moment the pool reports no lease left, the output must already be the transform's.
+void test_throw_after_exec() {
+  hfp::Pool& pool = hfp::default_pool();
+  const Shape& s = kShapes[15];  // fft c2c n=512 batch 3
+  std::vector<float> input = make_input(s, 4242u);
+  std::vector<double> want = reference(s, input, -1, s.batch);
+  rocm::Device device(0);
+  rocm::CommandEncoder encoder(device, nullptr);
+  array in({s.batch, s.n}, mlx::core::complex64, nullptr, {});
+  in.set_data(rocm::malloc_async(in.nbytes(), encoder));
+  std::memcpy(in.raw(), input.data(), input.size() * sizeof(float));
+  array out({s.batch, s.n}, mlx::core::complex64, nullptr, {});
+
+  encoder.throw_after_next_launch();
+  bool threw = false;
+  try {
+    mlx::core::execute_fft(in, out, s.kind, false, encoder);
+  } catch (const std::runtime_error& e) {
+    threw = std::strstr(e.what(), "injected failure") != nullptr;
+  }
+  check(threw, "launch_kernel's exception left execute_fft");
+  check(out.raw() != nullptr, "execute_fft allocated the output before the launch");
+
+  // MLX carries on: a later commit hands this commit's handlers to the completion worker.
+  encoder.commit();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool.metrics().in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  // Read at once: what the simulated device had done when the pool let the lease go.
+  double err = out.raw() != nullptr ? rel_l2(out.data<float>(), want) : -1;
+  check(pool.metrics().in_flight == 0, "the lease was released (by the commit's completion handler)");
+  check(err >= 0 && err <= 1e-5,
+        "the lease was released only after the simulated transform had run (output error at release: " +
+            std::to_string(err) + ")");
+  encoder.synchronize();
+  err = out.raw() != nullptr ? rel_l2(out.data<float>(), want) : -1;
+  check(err >= 0 && err <= 1e-5, "the transform's result is right (relative L2 error " + std::to_string(err) + ")");
+  hfp_metrics m = pool.metrics();
+  check(m.in_flight == 0 && m.creations == 1, "one plan, no lease left");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int rounds = 3, check_rows = 0;
+  bool deferred = false;
+  std::string which = "pattern";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--check-rows") == 0) check_rows = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--launch") == 0) deferred = std::strcmp(argv[i + 1], "deferred") == 0;
+    if (std::strcmp(argv[i], "--case") == 0) which = argv[i + 1];
   }
   setenv("HIPFFT_POOL_RUNTIME", "sim", 0);
   setenv("MLX_ROCM_FFT_CACHE_SIZE", "12", 0);
   const size_t cache_size = std::strtoul(std::getenv("MLX_ROCM_FFT_CACHE_SIZE"), nullptr, 10);
+
+  if (which == "throw-after-exec") {
+    try {
+      test_throw_after_exec();
+    } catch (const std::exception& e) {
+      check(false, std::string("unexpected exception: ") + e.what());
+    }
+    std::printf("mlx_pattern: %d passed, %d failed\n", passed.load(), failed.load());
+    return failed.load() ? 1 : 0;
+  }
+  if (which != "pattern") {
+    std::fprintf(stderr, "mlx_pattern: unknown --case %s\n", which.c_str());
+    return 2;
+  }
 
   try {
     hfp::Pool& pool = hfp::default_pool();
@@ -232,6 +307,7 @@ int main(int argc, char** argv) {
     rocm::Device device(0);
     {
       rocm::CommandEncoder encoder(device, nullptr);  // the null stream
+      if (deferred) encoder.set_launch_mode(rocm::LaunchMode::deferred);
       int ops = 0;
       for (int r = 0; r < rounds; ++r) {
         for (int i = 0; i < 26; ++i) {
@@ -273,6 +349,13 @@ int main(int argc, char** argv) {
         }
       }
       encoder.synchronize();
+      if (deferred) {
+        check(encoder.deferred_launches() == static_cast<std::size_t>(ops),
+              "every launch ran, after execute_fft returned");
+        check(encoder.deferred_launch_failures() == 0,
+              "every deferred launch found its lease (" + std::to_string(encoder.deferred_launch_failures()) +
+                  " failed; first: " + encoder.first_deferred_failure() + ")");
+      }
     }
 
     hfp_metrics m = pool.metrics();

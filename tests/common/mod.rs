@@ -64,8 +64,9 @@ pub fn enqueue(rt: &Arc<dyn Runtime>, lease: &Lease, stream: &Stream, seed: u64)
     let d_in = DeviceBuffer::from_host(rt, &input).unwrap();
     let d_out = DeviceBuffer::new(rt, ext.output_bytes).unwrap();
     let work = (lease.work_size() > 0).then(|| DeviceBuffer::new(rt, lease.work_size()).unwrap());
-    lease
-        .exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction, work.as_ref().map(|w| w.ptr()))
+    // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+    unsafe { lease
+        .exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction, work.as_ref().map(|w| w.ptr())) }
         .expect("exec");
     Job { desc, direction, input, d_in, d_out, work }
 }
@@ -88,7 +89,8 @@ pub fn try_enqueue(rt: &Arc<dyn Runtime>, lease: &Lease, stream: &Stream, seed: 
     let d_in = DeviceBuffer::from_host(rt, &input).unwrap();
     let d_out = DeviceBuffer::new(rt, ext.output_bytes).unwrap();
     let work = (lease.work_size() > 0).then(|| DeviceBuffer::new(rt, lease.work_size()).unwrap());
-    let r = lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction_for(&desc), work.as_ref().map(|w| w.ptr()));
+    // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they and the stream outlive the transform.
+    let r = unsafe { lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction_for(&desc), work.as_ref().map(|w| w.ptr())) };
     stream.synchronize().unwrap();
     r
 }

@@ -54,7 +54,10 @@ fn cufft_version(v: i32) -> String {
     format!("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100)
 }
 
-impl Runtime for CudaRuntime {
+// SAFETY: every call is the cuFFT or CUDA runtime entry point its doc names, and returns
+// what the library returned: cudaMalloc's allocation, a plan made by cufftMakePlanMany64
+// with the work size it reported, handles from the library's own create calls.
+unsafe impl Runtime for CudaRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Cuda
     }
@@ -105,7 +108,8 @@ impl Runtime for CudaRuntime {
         let (mut oembed, ostride, odist) =
             layouts.map_or(([0; 3], 1, packed(&extents.output_dims)), |(_, l)| (l.embed, l.stride, l.dist));
         let plan = result::cufft_create()?;
-        let made = result::cufft_set_auto_allocation(plan, options.auto_allocation).and_then(|()| {
+        // SAFETY: `plan` was just created and is made only here; the embeds hold `r` entries.
+        let made = unsafe { result::cufft_set_auto_allocation(plan, options.auto_allocation) }.and_then(|()| unsafe {
             result::cufft_make_plan_many64(
                 plan,
                 &mut n[..r],
@@ -123,13 +127,14 @@ impl Runtime for CudaRuntime {
             Ok(work_size) => Ok(CreatedPlan { plan, work_size }),
             Err(e) => {
                 // The first error is the one worth reporting; a failing destroy adds nothing.
-                let _ = result::cufft_destroy(plan);
+                // SAFETY: the handle made above, used by nobody else.
+                let _ = unsafe { result::cufft_destroy(plan) };
                 Err(e)
             }
         }
     }
 
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         plan: RawPlan,
         transform: TransformType,
@@ -139,47 +144,59 @@ impl Runtime for CudaRuntime {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
-        result::cufft_set_stream(plan, stream)?;
-        if let Some(work) = work_area {
-            result::cufft_set_work_area(plan, work)?;
+        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract, which
+        // covers each cuFFT call's (live plan of `transform`, live stream, buffers and work
+        // area of the plan's sizes kept until completion).
+        unsafe {
+            result::cufft_set_stream(plan, stream)?;
+            if let Some(work) = work_area {
+                result::cufft_set_work_area(plan, work)?;
+            }
+            result::cufft_exec(plan, transform, input, output, direction.raw())
         }
-        result::cufft_exec(plan, transform, input, output, direction.raw())
     }
 
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
-        result::cufft_destroy(plan)
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        // SAFETY: `Runtime::plan_destroy`'s contract is `cufft_destroy`'s.
+        unsafe { result::cufft_destroy(plan) }
     }
 
     fn event_create(&self) -> Result<RawEvent> {
         result::event_create()
     }
 
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
-        result::event_record(event, stream)
+    unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+        // SAFETY: the trait's contract (live event, live stream) is the call's.
+        unsafe { result::event_record(event, stream) }
     }
 
-    fn event_query(&self, event: RawEvent) -> Result<bool> {
-        result::event_query(event)
+    unsafe fn event_query(&self, event: RawEvent) -> Result<bool> {
+        // SAFETY: the trait's contract (live event) is the call's.
+        unsafe { result::event_query(event) }
     }
 
-    fn event_synchronize(&self, event: RawEvent) -> Result<()> {
-        result::event_synchronize(event)
+    unsafe fn event_synchronize(&self, event: RawEvent) -> Result<()> {
+        // SAFETY: the trait's contract (live event) is the call's.
+        unsafe { result::event_synchronize(event) }
     }
 
-    fn event_destroy(&self, event: RawEvent) -> Result<()> {
-        result::event_destroy(event)
+    unsafe fn event_destroy(&self, event: RawEvent) -> Result<()> {
+        // SAFETY: the trait's contract (live event, unused afterwards) is the call's.
+        unsafe { result::event_destroy(event) }
     }
 
     fn stream_create(&self) -> Result<RawStream> {
         result::stream_create()
     }
 
-    fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
-        result::stream_synchronize(stream)
+    unsafe fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
+        // SAFETY: the trait's contract (live stream) is the call's.
+        unsafe { result::stream_synchronize(stream) }
     }
 
-    fn stream_destroy(&self, stream: RawStream) -> Result<()> {
-        result::stream_destroy(stream)
+    unsafe fn stream_destroy(&self, stream: RawStream) -> Result<()> {
+        // SAFETY: the trait's contract (live created stream, unused afterwards) is the call's.
+        unsafe { result::stream_destroy(stream) }
     }
 
     /// `cudaMalloc(0)` may return null, so a zero-byte request allocates one byte.
@@ -187,22 +204,27 @@ impl Runtime for CudaRuntime {
         result::malloc(bytes.max(1))
     }
 
-    fn free(&self, ptr: DevicePtr) -> Result<()> {
-        result::free(ptr)
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
+        // SAFETY: the trait's contract (null or ours, not freed, unused) is the call's.
+        unsafe { result::free(ptr) }
     }
 
     /// `cudaMemcpy` on the legacy default stream, as `hipMemcpy` is on NVIDIA: it does not
     /// wait for work on non-blocking streams (synchronize those first).
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        result::memcpy_htod(dst, src)
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: the trait's contract (`dst` holds `src.len()` bytes) is the call's.
+        unsafe { result::memcpy_htod(dst, src) }
     }
 
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        result::memcpy_dtoh(dst, src)
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        // SAFETY: the trait's contract (`src` holds `dst.len()` bytes) is the call's.
+        unsafe { result::memcpy_dtoh(dst, src) }
     }
 
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
-        result::memcpy_dtod_async(dst, src, bytes, stream)
+    unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
+        // SAFETY: the trait's contract (both ranges kept until completion, live stream) is
+        // the call's.
+        unsafe { result::memcpy_dtod_async(dst, src, bytes, stream) }
     }
 }
 
@@ -216,6 +238,7 @@ mod tests {
             "cufft" => cudarc::cufft::sys::is_culib_present,
             _ => cudarc::driver::sys::is_culib_present,
         };
+        // SAFETY: the presence check only tries to open the library by its names.
         std::panic::catch_unwind(|| unsafe { check() }).unwrap_or(false)
     }
 

@@ -48,7 +48,9 @@ const UNRECOGNIZED: &str = "cudaErrorUnrecognized";
 fn runtime_code(e: rt::cudaError_t) -> RuntimeCode {
     let mut code = cuda_code(e as i32);
     if code.name == UNRECOGNIZED {
+        // SAFETY: cudaGetErrorName takes any value and returns a static string or null.
         let p = unsafe { rt::cudaGetErrorName(e) };
+        // SAFETY: non-null: a NUL-terminated static string of a library never unloaded.
         if let Some(name) = (!p.is_null()).then(|| unsafe { CStr::from_ptr::<'static>(p) }.to_str().ok()).flatten() {
             code.name = name;
         }
@@ -89,7 +91,10 @@ struct Lib {
 macro_rules! first_missing {
     ($m:ident) => {
         |symbols: &'static [&'static str]| {
+            // SAFETY: cudarc's loader opens the library (its initializers are what using it
+            // requires); `present` ran first, so it is found.
             let library = unsafe { $m::culib() };
+            // SAFETY: only looks the symbol up; the pointer is never called through here.
             symbols.iter().copied().find(|s| unsafe { library.get::<*const c_void>(s.as_bytes()) }.is_err())
         }
     };
@@ -164,6 +169,7 @@ pub fn load() -> Result<()> {
 fn load_uncached() -> std::result::Result<(), String> {
     let mut missing = Vec::new();
     for lib in &LIBS {
+        // SAFETY: cudarc's presence check only tries to open the library by its names.
         let present = catch_unwind(|| unsafe { (lib.present)() }).unwrap_or(false);
         if !present {
             // cudarc also tries Windows-style `lib{name}64_*` names; list the others.
@@ -221,93 +227,151 @@ fn event_t(e: RawEvent) -> rt::cudaEvent_t {
 
 pub fn device_count() -> Result<i32> {
     let mut n: c_int = 0;
+    // SAFETY: loaded cudart (`load`); `n` is a valid out pointer.
     check_cuda("cudaGetDeviceCount", unsafe { rt::cudaGetDeviceCount(&mut n) })?;
     Ok(n)
 }
 
 pub fn get_device() -> Result<i32> {
     let mut d: c_int = 0;
+    // SAFETY: loaded cudart; `d` is a valid out pointer.
     check_cuda("cudaGetDevice", unsafe { rt::cudaGetDevice(&mut d) })?;
     Ok(d)
 }
 
 pub fn set_device(device: i32) -> Result<()> {
+    // SAFETY: loaded cudart; any ordinal is checked by the library.
     check_cuda("cudaSetDevice", unsafe { rt::cudaSetDevice(device) })
 }
 
 pub fn malloc(bytes: usize) -> Result<DevicePtr> {
     let mut p: *mut c_void = ptr::null_mut();
+    // SAFETY: loaded cudart; `p` is a valid out pointer.
     check_cuda("cudaMalloc", unsafe { rt::cudaMalloc(&mut p, bytes) })?;
     Ok(DevicePtr::from_ptr(p))
 }
 
-pub fn free(p: DevicePtr) -> Result<()> {
+/// `cudaFree`.
+///
+/// # Safety
+/// `p` is null or from [`malloc`], not freed, and no pending work uses it.
+pub unsafe fn free(p: DevicePtr) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaFree", unsafe { rt::cudaFree(p.as_ptr()) })
 }
 
-pub fn memcpy_htod(dst: DevicePtr, src: &[u8]) -> Result<()> {
+/// `cudaMemcpy` host to device.
+///
+/// # Safety
+/// `dst` is device memory of at least `src.len()` bytes.
+pub unsafe fn memcpy_htod(dst: DevicePtr, src: &[u8]) -> Result<()> {
     let kind = rt::cudaMemcpyKind::cudaMemcpyHostToDevice;
+    // SAFETY: the caller's promise on `dst`; `src` is a live slice of that length.
     check_cuda("cudaMemcpy", unsafe { rt::cudaMemcpy(dst.as_ptr(), src.as_ptr().cast(), src.len(), kind) })
 }
 
-pub fn memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> Result<()> {
+/// `cudaMemcpy` device to host.
+///
+/// # Safety
+/// `src` is device memory of at least `dst.len()` bytes.
+pub unsafe fn memcpy_dtoh(dst: &mut [u8], src: DevicePtr) -> Result<()> {
     let kind = rt::cudaMemcpyKind::cudaMemcpyDeviceToHost;
+    // SAFETY: the caller's promise on `src`; `dst` is a live, writable slice of that length.
     check_cuda("cudaMemcpy", unsafe { rt::cudaMemcpy(dst.as_mut_ptr().cast(), src.as_ptr(), dst.len(), kind) })
 }
 
-pub fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
+/// `cudaMemcpyAsync` device to device.
+///
+/// # Safety
+/// `dst` and `src` are device memory of at least `bytes` bytes that stay allocated until
+/// the copy completes on `stream`, a live stream (or the null stream).
+pub unsafe fn memcpy_dtod_async(dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
     let kind = rt::cudaMemcpyKind::cudaMemcpyDeviceToDevice;
+    // SAFETY: the caller's promise.
     let e = unsafe { rt::cudaMemcpyAsync(dst.as_ptr(), src.as_ptr(), bytes, kind, stream_t(stream)) };
     check_cuda("cudaMemcpyAsync", e)
 }
 
 pub fn stream_create() -> Result<RawStream> {
     let mut s: rt::cudaStream_t = ptr::null_mut();
+    // SAFETY: loaded cudart; `s` is a valid out pointer.
     check_cuda("cudaStreamCreateWithFlags", unsafe {
         rt::cudaStreamCreateWithFlags(&mut s, rt::cudaStreamNonBlocking)
     })?;
     Ok(RawStream(s as usize))
 }
 
-pub fn stream_synchronize(s: RawStream) -> Result<()> {
+/// `cudaStreamSynchronize`.
+///
+/// # Safety
+/// `s` is a live stream or the null stream.
+pub unsafe fn stream_synchronize(s: RawStream) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaStreamSynchronize", unsafe { rt::cudaStreamSynchronize(stream_t(s)) })
 }
 
-pub fn stream_destroy(s: RawStream) -> Result<()> {
+/// `cudaStreamDestroy`.
+///
+/// # Safety
+/// `s` is a live stream from [`stream_create`] that nobody uses afterwards.
+pub unsafe fn stream_destroy(s: RawStream) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaStreamDestroy", unsafe { rt::cudaStreamDestroy(stream_t(s)) })
 }
 
 pub fn event_create() -> Result<RawEvent> {
     let mut e: rt::cudaEvent_t = ptr::null_mut();
+    // SAFETY: loaded cudart; `e` is a valid out pointer.
     check_cuda("cudaEventCreateWithFlags", unsafe {
         rt::cudaEventCreateWithFlags(&mut e, rt::cudaEventDisableTiming)
     })?;
     Ok(RawEvent(e as usize))
 }
 
-pub fn event_record(e: RawEvent, s: RawStream) -> Result<()> {
+/// `cudaEventRecord`.
+///
+/// # Safety
+/// `e` is a live event and `s` a live stream (or the null stream).
+pub unsafe fn event_record(e: RawEvent, s: RawStream) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaEventRecord", unsafe { rt::cudaEventRecord(event_t(e), stream_t(s)) })
 }
 
-/// `Ok(false)` on `cudaErrorNotReady`: the event's work is still pending, not an error.
-pub fn event_query(e: RawEvent) -> Result<bool> {
+/// `cudaEventQuery`; `Ok(false)` on `cudaErrorNotReady`: the event's work is still
+/// pending, not an error.
+///
+/// # Safety
+/// `e` is a live event.
+pub unsafe fn event_query(e: RawEvent) -> Result<bool> {
+    // SAFETY: the caller's promise.
     match unsafe { rt::cudaEventQuery(event_t(e)) } {
         rt::cudaError_t::cudaErrorNotReady => Ok(false),
         r => check_cuda("cudaEventQuery", r).map(|()| true),
     }
 }
 
-pub fn event_synchronize(e: RawEvent) -> Result<()> {
+/// `cudaEventSynchronize`.
+///
+/// # Safety
+/// `e` is a live event.
+pub unsafe fn event_synchronize(e: RawEvent) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaEventSynchronize", unsafe { rt::cudaEventSynchronize(event_t(e)) })
 }
 
-pub fn event_destroy(e: RawEvent) -> Result<()> {
+/// `cudaEventDestroy`.
+///
+/// # Safety
+/// `e` is a live event from [`event_create`] that nobody uses afterwards.
+pub unsafe fn event_destroy(e: RawEvent) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cuda("cudaEventDestroy", unsafe { rt::cudaEventDestroy(event_t(e)) })
 }
 
 /// `cudaRuntimeGetVersion`, e.g. 13000 for 13.0.
 pub fn runtime_version() -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: loaded cudart; `v` is a valid out pointer.
     check_cuda("cudaRuntimeGetVersion", unsafe { rt::cudaRuntimeGetVersion(&mut v) })?;
     Ok(v)
 }
@@ -315,6 +379,7 @@ pub fn runtime_version() -> Result<i32> {
 /// `cudaDriverGetVersion`: the newest CUDA version the installed driver supports.
 pub fn driver_version() -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: loaded cudart; `v` is a valid out pointer.
     check_cuda("cudaDriverGetVersion", unsafe { rt::cudaDriverGetVersion(&mut v) })?;
     Ok(v)
 }
@@ -326,8 +391,10 @@ pub fn device_name(device: i32) -> Result<String> {
         drv::CUresult::CUDA_SUCCESS => Ok(()),
         r => {
             let mut p: *const std::ffi::c_char = ptr::null();
+            // SAFETY: loaded driver; takes any value and a valid out pointer.
             let named = unsafe { drv::cuGetErrorName(r, &mut p) } == drv::CUresult::CUDA_SUCCESS && !p.is_null();
             // The driver's error strings are static and the library is never unloaded.
+            // SAFETY: `named`: a non-null, NUL-terminated static string.
             let name = if named { unsafe { CStr::from_ptr::<'static>(p) }.to_str().ok() } else { None };
             Err(Error::Runtime {
                 call,
@@ -335,11 +402,15 @@ pub fn device_name(device: i32) -> Result<String> {
             })
         }
     };
+    // SAFETY: loaded driver; cuInit takes flags only.
     driver("cuInit", unsafe { drv::cuInit(0) })?;
     let mut dev: drv::CUdevice = 0;
+    // SAFETY: `dev` is a valid out pointer; the ordinal is checked by the driver.
     driver("cuDeviceGet", unsafe { drv::cuDeviceGet(&mut dev, device) })?;
     let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: `buf` is writable for the length passed; `dev` came from cuDeviceGet.
     driver("cuDeviceGetName", unsafe { drv::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
+    // SAFETY: cuDeviceGetName NUL-terminates within the buffer it was given.
     Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }
 
@@ -354,11 +425,17 @@ fn handle(p: RawPlan) -> fft::cufftHandle {
 
 pub fn cufft_create() -> Result<RawPlan> {
     let mut h: fft::cufftHandle = 0;
+    // SAFETY: loaded cuFFT; `h` is a valid out pointer.
     check_cufft("cufftCreate", unsafe { fft::cufftCreate(&mut h) })?;
     Ok(RawPlan(h as u32 as usize))
 }
 
-pub fn cufft_set_auto_allocation(p: RawPlan, auto: bool) -> Result<()> {
+/// `cufftSetAutoAllocation`.
+///
+/// # Safety
+/// `p` is a live handle from [`cufft_create`], not yet made.
+pub unsafe fn cufft_set_auto_allocation(p: RawPlan, auto: bool) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cufft("cufftSetAutoAllocation", unsafe { fft::cufftSetAutoAllocation(handle(p), auto as c_int) })
 }
 
@@ -377,8 +454,12 @@ pub fn cufft_type(t: crate::desc::TransformType) -> fft::cufftType {
 
 /// `cufftMakePlanMany64`; a `None` embed passes a null pointer (packed layout, strides
 /// ignored). Returns the work size cuFFT reports.
+///
+/// # Safety
+/// `p` is a live handle from [`cufft_create`], not yet made; the embeds, when given, hold
+/// `n.len()` entries.
 #[allow(clippy::too_many_arguments)]
-pub fn cufft_make_plan_many64(
+pub unsafe fn cufft_make_plan_many64(
     p: RawPlan,
     n: &mut [i64],
     inembed: Option<&mut [i64]>,
@@ -392,6 +473,7 @@ pub fn cufft_make_plan_many64(
 ) -> Result<usize> {
     let embed = |e: Option<&mut [i64]>| e.map_or(ptr::null_mut(), |e| e.as_mut_ptr() as *mut std::ffi::c_longlong);
     let mut work: usize = 0;
+    // SAFETY: the caller's promise on `p` and the embeds; `n` and `work` are live.
     let r = unsafe {
         fft::cufftMakePlanMany64(
             handle(p),
@@ -412,18 +494,34 @@ pub fn cufft_make_plan_many64(
     Ok(work)
 }
 
-pub fn cufft_set_stream(p: RawPlan, s: RawStream) -> Result<()> {
+/// `cufftSetStream`.
+///
+/// # Safety
+/// `p` is a live plan and `s` a live stream (or the null stream).
+pub unsafe fn cufft_set_stream(p: RawPlan, s: RawStream) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cufft("cufftSetStream", unsafe { fft::cufftSetStream(handle(p), s.0 as fft::cudaStream_t) })
 }
 
-pub fn cufft_set_work_area(p: RawPlan, work: DevicePtr) -> Result<()> {
+/// `cufftSetWorkArea`.
+///
+/// # Safety
+/// `p` is a live plan and `work` device memory of its work size, kept until every
+/// execution using it completed.
+pub unsafe fn cufft_set_work_area(p: RawPlan, work: DevicePtr) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cufft("cufftSetWorkArea", unsafe { fft::cufftSetWorkArea(handle(p), work.as_ptr()) })
 }
 
 /// The `cufftExec*` for `t`; `direction` (-1/+1) is passed to C2C and Z2Z only.
-pub fn cufft_exec(p: RawPlan, t: crate::desc::TransformType, i: DevicePtr, o: DevicePtr, direction: i32) -> Result<()> {
+///
+/// # Safety
+/// `p` is a live plan made for `t`; `i` and `o` are device memory of its input and output
+/// extents, kept until the transform completes on the plan's stream.
+pub unsafe fn cufft_exec(p: RawPlan, t: crate::desc::TransformType, i: DevicePtr, o: DevicePtr, direction: i32) -> Result<()> {
     use crate::desc::TransformType as T;
     let h = handle(p);
+    // SAFETY: the caller's promise.
     let (call, r) = unsafe {
         match t {
             T::C2C => ("cufftExecC2C", fft::cufftExecC2C(h, i.as_ptr(), o.as_ptr(), direction)),
@@ -437,13 +535,19 @@ pub fn cufft_exec(p: RawPlan, t: crate::desc::TransformType, i: DevicePtr, o: De
     check_cufft(call, r)
 }
 
-pub fn cufft_destroy(p: RawPlan) -> Result<()> {
+/// `cufftDestroy`.
+///
+/// # Safety
+/// `p` is a live plan with no pending execution; nobody uses it afterwards.
+pub unsafe fn cufft_destroy(p: RawPlan) -> Result<()> {
+    // SAFETY: the caller's promise.
     check_cufft("cufftDestroy", unsafe { fft::cufftDestroy(handle(p)) })
 }
 
 /// `cufftGetVersion`, e.g. 12000 for cuFFT 12.0.0.
 pub fn cufft_version() -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: loaded cuFFT; `v` is a valid out pointer.
     check_cufft("cufftGetVersion", unsafe { fft::cufftGetVersion(&mut v) })?;
     Ok(v)
 }

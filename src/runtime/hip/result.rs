@@ -52,6 +52,7 @@ pub fn hip_check(lib: &HipLib, call: &'static str, status: sys::hipError_t) -> R
 /// `lib` must be a resolved hipFFT.
 pub unsafe fn create(lib: &HipfftLib) -> Result<hipfftHandle> {
     let mut plan: hipfftHandle = std::ptr::null_mut();
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hipfft_check("hipfftCreate", unsafe { (lib.hipfftCreate)(&mut plan) })?;
     Ok(plan)
 }
@@ -61,6 +62,7 @@ pub unsafe fn create(lib: &HipfftLib) -> Result<hipfftHandle> {
 /// # Safety
 /// `plan` must be a live handle of `lib`.
 pub unsafe fn destroy(lib: &HipfftLib, plan: hipfftHandle) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftDestroy", unsafe { (lib.hipfftDestroy)(plan) })
 }
 
@@ -69,13 +71,17 @@ pub unsafe fn destroy(lib: &HipfftLib, plan: hipfftHandle) -> Result<()> {
 /// # Safety
 /// `plan` must be a live handle of `lib`.
 pub unsafe fn set_auto_allocation(lib: &HipfftLib, plan: hipfftHandle, auto: bool) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftSetAutoAllocation", unsafe { (lib.hipfftSetAutoAllocation)(plan, auto as c_int) })
 }
 
 /// One side of `hipfftMakePlanMany64`: `embed` null means the packed layout.
 pub struct Side<'a> {
+    /// Storage lengths, or `None` (a null pointer) for the packed layout.
     pub embed: Option<&'a mut [i64; 3]>,
+    /// Element stride (ignored by the library for a packed side).
     pub stride: i64,
+    /// Batch distance (ignored by the library for a packed side).
     pub dist: i64,
 }
 
@@ -96,6 +102,7 @@ pub unsafe fn make_plan_many64(
 ) -> Result<usize> {
     let mut work_size: usize = 0;
     let ptr = |e: Option<&mut [i64; 3]>| e.map_or(std::ptr::null_mut(), |a| a.as_mut_ptr());
+    // SAFETY: the caller's promise on `plan` and `n`; the embeds and `work_size` are live.
     let status = unsafe {
         (lib.hipfftMakePlanMany64)(
             plan,
@@ -121,6 +128,7 @@ pub unsafe fn make_plan_many64(
 /// # Safety
 /// `plan` must be a live handle of `lib`, `stream` a stream of its HIP runtime (or null).
 pub unsafe fn set_stream(lib: &HipfftLib, plan: hipfftHandle, stream: hipStream_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftSetStream", unsafe { (lib.hipfftSetStream)(plan, stream) })
 }
 
@@ -129,6 +137,7 @@ pub unsafe fn set_stream(lib: &HipfftLib, plan: hipfftHandle, stream: hipStream_
 /// # Safety
 /// `plan` must be a live handle of `lib`; `area` a device allocation of at least its work size.
 pub unsafe fn set_work_area(lib: &HipfftLib, plan: hipfftHandle, area: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftSetWorkArea", unsafe { (lib.hipfftSetWorkArea)(plan, area) })
 }
 
@@ -137,6 +146,7 @@ pub unsafe fn set_work_area(lib: &HipfftLib, plan: hipfftHandle, area: *mut c_vo
 /// # Safety
 /// A made plan of this type; device buffers of the plan's extents.
 pub unsafe fn exec_c2c(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void, dir: c_int) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecC2C", unsafe { (lib.hipfftExecC2C)(plan, i.cast(), o.cast(), dir) })
 }
 
@@ -145,6 +155,7 @@ pub unsafe fn exec_c2c(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// # Safety
 /// As [`exec_c2c`].
 pub unsafe fn exec_z2z(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void, dir: c_int) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecZ2Z", unsafe { (lib.hipfftExecZ2Z)(plan, i.cast(), o.cast(), dir) })
 }
 
@@ -153,6 +164,7 @@ pub unsafe fn exec_z2z(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// # Safety
 /// As [`exec_c2c`].
 pub unsafe fn exec_r2c(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecR2C", unsafe { (lib.hipfftExecR2C)(plan, i.cast(), o.cast()) })
 }
 
@@ -161,6 +173,7 @@ pub unsafe fn exec_r2c(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// # Safety
 /// As [`exec_c2c`].
 pub unsafe fn exec_c2r(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecC2R", unsafe { (lib.hipfftExecC2R)(plan, i.cast(), o.cast()) })
 }
 
@@ -169,6 +182,7 @@ pub unsafe fn exec_c2r(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// # Safety
 /// As [`exec_c2c`].
 pub unsafe fn exec_d2z(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecD2Z", unsafe { (lib.hipfftExecD2Z)(plan, i.cast(), o.cast()) })
 }
 
@@ -177,6 +191,7 @@ pub unsafe fn exec_d2z(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// # Safety
 /// As [`exec_c2c`].
 pub unsafe fn exec_z2d(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hipfft_check("hipfftExecZ2D", unsafe { (lib.hipfftExecZ2D)(plan, i.cast(), o.cast()) })
 }
 
@@ -186,6 +201,7 @@ pub unsafe fn exec_z2d(lib: &HipfftLib, plan: hipfftHandle, i: *mut c_void, o: *
 /// `lib` must be a resolved hipFFT.
 pub unsafe fn get_version(lib: &HipfftLib) -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hipfft_check("hipfftGetVersion", unsafe { (lib.hipfftGetVersion)(&mut v) })?;
     Ok(v)
 }
@@ -199,6 +215,7 @@ pub unsafe fn get_version(lib: &HipfftLib) -> Result<i32> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn get_device_count(lib: &HipLib) -> Result<i32> {
     let mut n: c_int = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipGetDeviceCount", unsafe { (lib.hipGetDeviceCount)(&mut n) })?;
     Ok(n)
 }
@@ -209,6 +226,7 @@ pub unsafe fn get_device_count(lib: &HipLib) -> Result<i32> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn get_device(lib: &HipLib) -> Result<i32> {
     let mut d: c_int = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipGetDevice", unsafe { (lib.hipGetDevice)(&mut d) })?;
     Ok(d)
 }
@@ -218,6 +236,7 @@ pub unsafe fn get_device(lib: &HipLib) -> Result<i32> {
 /// # Safety
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn set_device(lib: &HipLib, device: i32) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipSetDevice", unsafe { (lib.hipSetDevice)(device) })
 }
 
@@ -227,6 +246,7 @@ pub unsafe fn set_device(lib: &HipLib, device: i32) -> Result<()> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn device_get_name(lib: &HipLib, device: i32) -> Result<String> {
     let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: a resolved library; `buf` is writable for the length passed.
     hip_check(lib, "hipDeviceGetName", unsafe {
         (lib.hipDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, device)
     })?;
@@ -241,6 +261,7 @@ pub unsafe fn device_get_name(lib: &HipLib, device: i32) -> Result<String> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn runtime_get_version(lib: &HipLib) -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipRuntimeGetVersion", unsafe { (lib.hipRuntimeGetVersion)(&mut v) })?;
     Ok(v)
 }
@@ -251,6 +272,7 @@ pub unsafe fn runtime_get_version(lib: &HipLib) -> Result<i32> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn driver_get_version(lib: &HipLib) -> Result<i32> {
     let mut v: c_int = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipDriverGetVersion", unsafe { (lib.hipDriverGetVersion)(&mut v) })?;
     Ok(v)
 }
@@ -261,6 +283,7 @@ pub unsafe fn driver_get_version(lib: &HipLib) -> Result<i32> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn malloc(lib: &HipLib, bytes: usize) -> Result<*mut c_void> {
     let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipMalloc", unsafe { (lib.hipMalloc)(&mut p, bytes) })?;
     Ok(p)
 }
@@ -270,6 +293,7 @@ pub unsafe fn malloc(lib: &HipLib, bytes: usize) -> Result<*mut c_void> {
 /// # Safety
 /// `ptr` must come from `hipMalloc` of `lib` (or be null).
 pub unsafe fn free(lib: &HipLib, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipFree", unsafe { (lib.hipFree)(ptr) })
 }
 
@@ -284,6 +308,7 @@ pub unsafe fn memcpy(
     bytes: usize,
     kind: sys::hipMemcpyKind,
 ) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipMemcpy", unsafe { (lib.hipMemcpy)(dst, src, bytes, kind) })
 }
 
@@ -299,6 +324,7 @@ pub unsafe fn memcpy_async(
     kind: sys::hipMemcpyKind,
     stream: hipStream_t,
 ) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipMemcpyAsync", unsafe { (lib.hipMemcpyAsync)(dst, src, bytes, kind, stream) })
 }
 
@@ -308,6 +334,7 @@ pub unsafe fn memcpy_async(
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn stream_create_with_flags(lib: &HipLib, flags: u32) -> Result<hipStream_t> {
     let mut s: hipStream_t = std::ptr::null_mut();
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipStreamCreateWithFlags", unsafe { (lib.hipStreamCreateWithFlags)(&mut s, flags) })?;
     Ok(s)
 }
@@ -317,6 +344,7 @@ pub unsafe fn stream_create_with_flags(lib: &HipLib, flags: u32) -> Result<hipSt
 /// # Safety
 /// `stream` must be a live stream of `lib` (or null).
 pub unsafe fn stream_synchronize(lib: &HipLib, stream: hipStream_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipStreamSynchronize", unsafe { (lib.hipStreamSynchronize)(stream) })
 }
 
@@ -325,6 +353,7 @@ pub unsafe fn stream_synchronize(lib: &HipLib, stream: hipStream_t) -> Result<()
 /// # Safety
 /// `stream` must be a live stream of `lib`.
 pub unsafe fn stream_destroy(lib: &HipLib, stream: hipStream_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipStreamDestroy", unsafe { (lib.hipStreamDestroy)(stream) })
 }
 
@@ -334,6 +363,7 @@ pub unsafe fn stream_destroy(lib: &HipLib, stream: hipStream_t) -> Result<()> {
 /// `lib` must be a resolved HIP runtime.
 pub unsafe fn event_create_with_flags(lib: &HipLib, flags: u32) -> Result<hipEvent_t> {
     let mut e: hipEvent_t = std::ptr::null_mut();
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
     hip_check(lib, "hipEventCreateWithFlags", unsafe { (lib.hipEventCreateWithFlags)(&mut e, flags) })?;
     Ok(e)
 }
@@ -343,6 +373,7 @@ pub unsafe fn event_create_with_flags(lib: &HipLib, flags: u32) -> Result<hipEve
 /// # Safety
 /// `event` and `stream` must be live objects of `lib` (the stream may be null).
 pub unsafe fn event_record(lib: &HipLib, event: hipEvent_t, stream: hipStream_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipEventRecord", unsafe { (lib.hipEventRecord)(event, stream) })
 }
 
@@ -351,6 +382,7 @@ pub unsafe fn event_record(lib: &HipLib, event: hipEvent_t, stream: hipStream_t)
 /// # Safety
 /// `event` must be a live event of `lib`.
 pub unsafe fn event_query(lib: &HipLib, event: hipEvent_t) -> Result<bool> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     match unsafe { (lib.hipEventQuery)(event) } {
         hip_error::hipSuccess => Ok(true),
         hip_error::hipErrorNotReady => Ok(false),
@@ -363,6 +395,7 @@ pub unsafe fn event_query(lib: &HipLib, event: hipEvent_t) -> Result<bool> {
 /// # Safety
 /// `event` must be a live event of `lib`.
 pub unsafe fn event_synchronize(lib: &HipLib, event: hipEvent_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipEventSynchronize", unsafe { (lib.hipEventSynchronize)(event) })
 }
 
@@ -371,6 +404,7 @@ pub unsafe fn event_synchronize(lib: &HipLib, event: hipEvent_t) -> Result<()> {
 /// # Safety
 /// `event` must be a live event of `lib`.
 pub unsafe fn event_destroy(lib: &HipLib, event: hipEvent_t) -> Result<()> {
+    // SAFETY: the caller's promise (this function's `# Safety`).
     hip_check(lib, "hipEventDestroy", unsafe { (lib.hipEventDestroy)(event) })
 }
 

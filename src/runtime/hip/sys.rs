@@ -55,14 +55,18 @@ pub type hipDevice_t = c_int;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct hipfftComplex {
+    /// Real part.
     pub x: f32,
+    /// Imaginary part.
     pub y: f32,
 }
 /// `double2` / `hipfftDoubleComplex`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct hipfftDoubleComplex {
+    /// Real part.
     pub x: f64,
+    /// Imaginary part.
     pub y: f64,
 }
 /// `hipfftReal`.
@@ -136,6 +140,7 @@ macro_rules! library {
             pub unsafe fn resolve(lib: &libloading::Library) -> Result<Self, Vec<&'static str>> {
                 let mut missing: Vec<&'static str> = Vec::new();
                 $(
+                    // SAFETY: the caller promised `lib` is the library of these signatures.
                     let $sym = match unsafe {
                         lib.get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!(stringify!($sym), "\0").as_bytes())
                     } {
@@ -147,6 +152,7 @@ macro_rules! library {
                     };
                 )*
                 $(
+                    // SAFETY: as above.
                     let $osym = unsafe {
                         lib.get::<unsafe extern "C" fn($($oarg),*) -> $oret>(concat!(stringify!($osym), "\0").as_bytes())
                     }

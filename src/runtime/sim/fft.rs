@@ -103,18 +103,24 @@ impl Side {
     }
 }
 
-// SAFETY (all four): the caller passes a base and offset inside a buffer of the plan's
-// extents; unaligned access because host pointers from C need not be aligned.
+// The four accessors: unaligned, because host pointers from C need not be aligned.
+//
+// # Safety (all four)
+// `base + off` elements of `T` (or `Complex<T>`) lie inside a buffer of the plan's extents.
 unsafe fn read_real<T: Copy>(base: usize, off: usize) -> T {
+    // SAFETY: the caller's promise.
     unsafe { (base as *const T).add(off).read_unaligned() }
 }
 unsafe fn write_real<T: Copy>(base: usize, off: usize, v: T) {
+    // SAFETY: the caller's promise.
     unsafe { (base as *mut T).add(off).write_unaligned(v) }
 }
 unsafe fn read_complex<T: Copy>(base: usize, off: usize) -> Complex<T> {
+    // SAFETY: the caller's promise.
     unsafe { (base as *const Complex<T>).add(off).read_unaligned() }
 }
 unsafe fn write_complex<T: Copy>(base: usize, off: usize, v: Complex<T>) {
+    // SAFETY: the caller's promise.
     unsafe { (base as *mut Complex<T>).add(off).write_unaligned(v) }
 }
 
@@ -148,13 +154,16 @@ fn run<T: Precision>(desc: &PlanDesc, direction: Direction, bufs: Buffers, cache
         inp.for_each(batch, full, |k, off| stage[k] = Complex::new(unsafe { read_real(bufs.input, off) }, T::zero()));
         transform_axes(stage, batch, full, 3, FftDirection::Forward, planner);
         let out = Side::new(&half, desc.output.as_ref());
+        // SAFETY: offsets come from the validated output extents.
         out.for_each(batch, full, |k, off| unsafe { write_complex(bufs.output, off, stage[k]) });
     } else if t.is_complex() {
         let dir = if direction == Direction::Forward { FftDirection::Forward } else { FftDirection::Inverse };
         let inp = Side::new(&dims, desc.input.as_ref());
+        // SAFETY: offsets come from the validated input extents.
         inp.for_each(batch, full, |k, off| stage[k] = unsafe { read_complex(bufs.input, off) });
         transform_axes(stage, batch, full, 3, dir, planner);
         let out = Side::new(&dims, desc.output.as_ref());
+        // SAFETY: offsets come from the validated output extents.
         out.for_each(batch, full, |k, off| unsafe { write_complex(bufs.output, off, stage[k]) });
     } else {
         inverse_real(desc, &dims, batch, bufs, stage, planner);
@@ -179,11 +188,13 @@ fn inverse_real<T: Precision>(
     let mut hgrid = [1usize; 3];
     hgrid[3 - r..].copy_from_slice(&half);
     let inp = Side::new(&half, desc.input.as_ref());
+    // SAFETY: offsets come from the validated input extents (the half spectrum).
     inp.for_each(batch, hgrid, |k, off| stage[k] = unsafe { read_complex(bufs.input, off) });
     transform_axes(stage, batch, hgrid, 2, FftDirection::Inverse, planner);
     // Clobber the input, as the real libraries do.
     inp.for_each(batch, hgrid, |k, off| {
         let v = stage[k];
+        // SAFETY: the same offsets as the read above.
         unsafe { write_complex(bufs.input, off, Complex::new(v.im, v.re)) }
     });
     let fft = planner.lock().plan_fft(n, FftDirection::Inverse);
@@ -202,6 +213,7 @@ fn inverse_real<T: Precision>(
         let (i0, i1) = (rest / hgrid[1], rest % hgrid[1]);
         let base = b * out.dist + (i0 * out.embed[1] + i1) * out.embed[2] * out.stride;
         for (j, v) in line.iter().enumerate() {
+            // SAFETY: row `row`, element `j < n` of the validated output layout.
             unsafe { write_real(bufs.output, base + j * out.stride, v.re) };
         }
     }

@@ -79,8 +79,8 @@ impl SimRuntime {
         }
         self.copy_range("hipMemcpy", dst, src.len(), "destination")?;
         self.drain(Some(self.current()));
-        // SAFETY: `dst` holds `src.len()` bytes (checked when the sim allocated it, trusted
-        // as the caller's host memory otherwise); `copy` allows overlap.
+        // SAFETY: `dst` holds `src.len()` bytes: checked above when the sim allocated it,
+        // else the caller's promise of `Runtime::memcpy_htod`; `copy` allows overlap.
         unsafe { std::ptr::copy(src.as_ptr(), dst.as_ptr::<u8>(), src.len()) };
         Ok(())
     }

@@ -31,6 +31,7 @@ pub(crate) struct HostBuf {
 // pointers by the calls that the device semantics allow (as on a GPU, racing users corrupt
 // data, never the allocation itself).
 unsafe impl Send for HostBuf {}
+// SAFETY: as for `Send`: shared access only hands out the address.
 unsafe impl Sync for HostBuf {}
 
 impl HostBuf {

@@ -36,6 +36,8 @@ use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, Ra
 /// Distinguishes runtimes in the per-thread current-device table.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A CPU stand-in for hipFFT and HIP (see the module docs): the runtime of tests and of
+/// machines without a GPU.
 pub struct SimRuntime {
     id: u64,
     devices: i32,
@@ -83,6 +85,7 @@ impl SimRuntime {
         Self::new(config)
     }
 
+    /// The current latency, fault and blocking settings.
     pub fn config(&self) -> SimConfig {
         self.config.read().clone()
     }
@@ -103,6 +106,7 @@ impl SimRuntime {
     pub fn live_handles_on(&self, device: i32) -> usize {
         self.plans.live_on(device)
     }
+    /// The most handles alive at once so far.
     pub fn peak_live_handles(&self) -> usize {
         self.plans.peak()
     }
@@ -143,6 +147,7 @@ impl SimRuntime {
     pub fn live_streams(&self) -> usize {
         self.streams.live()
     }
+    /// Events created and not destroyed.
     pub fn live_events(&self) -> usize {
         self.events.live()
     }
@@ -201,6 +206,7 @@ impl SimGraph {
         self.nodes.len()
     }
 
+    /// Whether nothing was captured.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
@@ -213,7 +219,10 @@ impl Drop for SimRuntime {
     }
 }
 
-impl Runtime for SimRuntime {
+// SAFETY: `malloc` returns host memory of the size asked for, which the sim's own copies and
+// executions check against its allocation table; plans are made for their descriptor and
+// its work size; handles are table keys, so a stale one is refused, never dereferenced.
+unsafe impl Runtime for SimRuntime {
     fn kind(&self) -> RuntimeKind {
         RuntimeKind::Sim
     }
@@ -246,7 +255,7 @@ impl Runtime for SimRuntime {
         self.create_plan(desc, options)
     }
 
-    fn plan_exec(
+    unsafe fn plan_exec(
         &self,
         plan: RawPlan,
         transform: TransformType,
@@ -259,57 +268,57 @@ impl Runtime for SimRuntime {
         self.exec_plan(exec::ExecArgs { plan, transform, stream, work_area, input, output, direction })
     }
 
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         self.destroy_plan(plan)
     }
 
     fn event_create(&self) -> Result<RawEvent> {
         self.hip_event_create()
     }
-    fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
+    unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
         self.hip_event_record(event, stream)
     }
-    fn event_query(&self, event: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, event: RawEvent) -> Result<bool> {
         self.hip_event_query(event)
     }
-    fn event_synchronize(&self, event: RawEvent) -> Result<()> {
+    unsafe fn event_synchronize(&self, event: RawEvent) -> Result<()> {
         self.hip_event_synchronize(event)
     }
-    fn event_destroy(&self, event: RawEvent) -> Result<()> {
+    unsafe fn event_destroy(&self, event: RawEvent) -> Result<()> {
         self.hip_event_destroy(event)
     }
 
     fn stream_create(&self) -> Result<RawStream> {
         self.hip_stream_create()
     }
-    fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
+    unsafe fn stream_synchronize(&self, stream: RawStream) -> Result<()> {
         self.hip_stream_synchronize(stream)
     }
-    fn stream_destroy(&self, stream: RawStream) -> Result<()> {
+    unsafe fn stream_destroy(&self, stream: RawStream) -> Result<()> {
         self.hip_stream_destroy(stream)
     }
 
     fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
         self.hip_malloc(bytes)
     }
-    fn free(&self, ptr: DevicePtr) -> Result<()> {
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
         self.hip_free(ptr)
     }
-    fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         self.hip_memcpy_htod(dst, src)
     }
-    fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
         self.hip_memcpy_dtoh(dst, src)
     }
-    fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
+    unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
         self.hip_memcpy_dtod_async(dst, src, bytes, stream)
     }
 
-    fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
         Ok(self.capture_stream("hipStreamIsCapturing", stream)?.is_capturing())
     }
 
-    fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
+    unsafe fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
         const CALL: &str = "hipLaunchHostFunc";
         let s = self.capture_stream(CALL, stream)?;
         let node: stream::Node = std::sync::Arc::new(move || call.run());

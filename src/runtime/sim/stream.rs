@@ -145,8 +145,11 @@ impl Stream {
     /// Closes the queue, lets the worker finish what is queued, and joins it.
     fn shutdown(&self) {
         drop(self.shared.progress.lock().tx.take());
-        if let Some(handle) = self.worker.lock().take() {
-            let _ = handle.join();
+        if let Some(handle) = self.worker.lock().take()
+            && handle.join().is_err()
+        {
+            // Jobs run under `catch_unwind`; a panic here is the worker's own: say so.
+            tracing::error!("a simulated stream's worker thread panicked");
         }
     }
 }

@@ -6,6 +6,15 @@
 // temporaries and completion handlers, and on commit() hands them to a worker thread that
 // waits for the stream and then runs the handlers there, as MLX's Worker does.
 //
+// Two things MLX's encoder does not do today, to test the fragment against them:
+// - LaunchMode::deferred: launch_kernel keeps the function and runs it at the next commit,
+//   after the function that launched it returned (as a graph node runs when its graph is
+//   launched). A launch that throws then is counted in deferred_launch_failures().
+// - throw_after_next_launch(): the next launch_kernel throws after it ran the function, so
+//   an exception leaves the caller with the transform already queued.
+// Buffers from malloc_async are filled with 0xff bytes (NaN as floats), so an output the
+// transform has not written yet is told from a computed one.
+//
 // Also here, as in fft.hip itself: FFTTransformType, input_embed and output_embed, which
 // the fragment keeps using from the surrounding file.
 #pragma once
@@ -15,10 +24,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <string>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -129,6 +141,8 @@ class Device {
   int device_;
 };
 
+enum class LaunchMode { eager, deferred };
+
 class CommandEncoder {
  public:
   CommandEncoder(Device& device, hipStream_t stream) : device_(device), stream_(stream) {
@@ -153,18 +167,34 @@ class CommandEncoder {
   void set_output_array(const array&) {}
   void add_temporary(const array& a) { temporaries_.push_back(a); }
 
-  // Runs `func` on the encoder's stream now (MLX: the eager, graph-splitting path).
+  // Eager: runs `func` on the encoder's stream now (MLX's path). Deferred: keeps a copy and
+  // runs it at the next commit.
   template <typename F>
   void launch_kernel(F&& func) {
     device_.make_current();
+    if (mode_ == LaunchMode::deferred) {
+      deferred_.emplace_back(std::forward<F>(func));
+      return;
+    }
     func(stream_);
+    if (throw_after_launch_) {
+      throw_after_launch_ = false;
+      throw std::runtime_error("mini_mlx: injected failure in launch_kernel after the launch");
+    }
   }
+
+  void set_launch_mode(LaunchMode mode) { mode_ = mode; }
+  void throw_after_next_launch() { throw_after_launch_ = true; }
+  std::size_t deferred_launches() const { return deferred_runs_; }
+  std::size_t deferred_launch_failures() const { return deferred_failures_; }
+  const std::string& first_deferred_failure() const { return first_failure_; }
 
   void add_completed_handler(std::function<void()> task) { handlers_.push_back(std::move(task)); }
 
   // Hands what was enqueued since the last commit to the worker, which waits for the
   // stream and then drops the temporaries and runs the completion handlers on its thread.
   void commit() {
+    run_deferred();
     Batch b{std::move(handlers_), std::move(temporaries_)};
     handlers_.clear();
     temporaries_.clear();
@@ -193,6 +223,23 @@ class CommandEncoder {
     std::vector<std::function<void()>> handlers;
     std::vector<array> temporaries;
   };
+
+  // The deferred launches, in order, on the committing thread, before their batch is handed
+  // to the worker (whose handlers then run after them).
+  void run_deferred() {
+    std::vector<std::function<void(hipStream_t)>> todo;
+    todo.swap(deferred_);
+    for (auto& f : todo) {
+      ++deferred_runs_;
+      try {
+        f(stream_);
+      } catch (const std::exception& e) {
+        if (deferred_failures_++ == 0) first_failure_ = e.what();
+      } catch (...) {
+        if (deferred_failures_++ == 0) first_failure_ = "a non-standard exception";
+      }
+    }
+  }
 
   void run() {
     std::unique_lock<std::mutex> g(mu_);
@@ -226,12 +273,22 @@ class CommandEncoder {
   bool busy_ = false;
   bool stop_ = false;
   std::size_t commits_ = 0;
+  LaunchMode mode_ = LaunchMode::eager;
+  bool throw_after_launch_ = false;
+  std::vector<std::function<void(hipStream_t)>> deferred_;
+  std::size_t deferred_runs_ = 0;
+  std::size_t deferred_failures_ = 0;
+  std::string first_failure_;
   std::thread worker_;
 };
 
-// Device memory from the encoder's pool; host memory on the simulated runtime.
+// Device memory from the encoder's pool; host memory on the simulated runtime, filled with
+// 0xff bytes (NaN as floats) so that an output not written yet shows.
 inline allocator::Buffer malloc_async(std::size_t bytes, CommandEncoder&) {
-  return allocator::Buffer{std::malloc(bytes ? bytes : 1)};
+  void* p = std::malloc(bytes ? bytes : 1);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0xff, bytes ? bytes : 1);
+  return allocator::Buffer{p};
 }
 
 }  // namespace rocm
