@@ -16,6 +16,7 @@ pub struct HostCall {
 // SAFETY: a HostCall is only made by `HostCall::new`, whose caller vouches that `f(data)` may
 // run on any thread.
 unsafe impl Send for HostCall {}
+// SAFETY: as for Send: the call may run on any thread, and it is only read.
 unsafe impl Sync for HostCall {}
 
 impl HostCall {
