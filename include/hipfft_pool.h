@@ -134,6 +134,12 @@ typedef enum hfp_status {
    * NUL-terminated prefix, and `*needed` says how many bytes to pass.
    */
   HFP_BUFFER_TOO_SMALL = 8,
+  /**
+   * A plan creation or destroy on the device has not returned for longer than the
+   * acquire timeout: misses on that device fail at once until it returns. The message
+   * names the call, the plan and how long it has been running.
+   */
+  HFP_DEVICE_STUCK = 9,
 } hfp_status;
 
 /**

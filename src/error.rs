@@ -81,6 +81,24 @@ pub enum Error {
         joined_creation: bool,
     },
 
+    /// A create or destroy on the device has not returned for longer than the acquire
+    /// timeout: misses on that device fail at once until it returns.
+    #[error(
+        "device {device} is stuck: {call} for {desc} has been running for {running:.1?}; misses on this device fail at once until it returns \
+         (hipfftDestroy can reach hipFree, which waits for all of the device's queued work; on ROCm check that \
+         hipSetDeviceFlags ran before the device's first use)"
+    )]
+    DeviceStuck {
+        /// The device.
+        device: i32,
+        /// The library call that has not returned.
+        call: &'static str,
+        /// The plan it was for.
+        desc: String,
+        /// How long it has been running.
+        running: Duration,
+    },
+
     /// The runtime asked for could not be loaded, or has no device; the message says
     /// what was tried.
     #[error("runtime unavailable: {0}")]
@@ -102,7 +120,7 @@ fn timeout_message(device: i32, waited: Duration, s: &CeilingState, joined_creat
     );
     if joined_creation {
         format!(
-            "acquire timed out: waited {waited:?} on device {device} for another thread's creation of the same plan \
+            "acquire timed out: waited {waited:?} on device {device} for the creation of this plan \
              (its hipfftMakePlanMany64 had not returned; {counts}); the watchdog reports a creation that hangs; \
              if creations are only slow, raise HIPFFT_POOL_ACQUIRE_TIMEOUT_MS"
         )

@@ -53,11 +53,3 @@ pub use runtime::{
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-
-/// Model checking of the concurrency core under loom (`RUSTFLAGS="--cfg loom"`).
-#[cfg(all(test, loom))]
-mod loom_tests;
-
-/// The exhaustive interleaving explorer of the lease hand-off (plain `cargo test`).
-#[cfg(all(test, not(loom)))]
-mod explore_tests;

@@ -41,6 +41,10 @@ pub enum hfp_status {
     /// `hfp_pool_metrics_text`: the buffer was too small. It holds a truncated,
     /// NUL-terminated prefix, and `*needed` says how many bytes to pass.
     HFP_BUFFER_TOO_SMALL = 8,
+    /// A plan creation or destroy on the device has not returned for longer than the
+    /// acquire timeout: misses on that device fail at once until it returns. The message
+    /// names the call, the plan and how long it has been running.
+    HFP_DEVICE_STUCK = 9,
 }
 
 impl hfp_status {
@@ -55,10 +59,11 @@ impl hfp_status {
             hfp_status::HFP_SHUT_DOWN => c"HFP_SHUT_DOWN",
             hfp_status::HFP_INTERNAL_ERROR => c"HFP_INTERNAL_ERROR",
             hfp_status::HFP_BUFFER_TOO_SMALL => c"HFP_BUFFER_TOO_SMALL",
+            hfp_status::HFP_DEVICE_STUCK => c"HFP_DEVICE_STUCK",
         }
     }
 
-    pub(crate) const ALL: [hfp_status; 9] = [
+    pub(crate) const ALL: [hfp_status; 10] = [
         hfp_status::HFP_OK,
         hfp_status::HFP_INVALID_ARGUMENT,
         hfp_status::HFP_INVALID_DESCRIPTOR,
@@ -68,6 +73,7 @@ impl hfp_status {
         hfp_status::HFP_SHUT_DOWN,
         hfp_status::HFP_INTERNAL_ERROR,
         hfp_status::HFP_BUFFER_TOO_SMALL,
+        hfp_status::HFP_DEVICE_STUCK,
     ];
 }
 
@@ -101,6 +107,7 @@ pub(crate) fn status_of(e: &Error) -> hfp_status {
         Error::InvalidConfig { .. } => hfp_status::HFP_INVALID_ARGUMENT,
         Error::Runtime { .. } => hfp_status::HFP_RUNTIME_ERROR,
         Error::CeilingTimeout { .. } => hfp_status::HFP_CEILING_TIMEOUT,
+        Error::DeviceStuck { .. } => hfp_status::HFP_DEVICE_STUCK,
         Error::Unavailable(_) => hfp_status::HFP_RUNTIME_UNAVAILABLE,
         Error::ShutDown => hfp_status::HFP_SHUT_DOWN,
         Error::Internal(_) => hfp_status::HFP_INTERNAL_ERROR,

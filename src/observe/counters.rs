@@ -4,7 +4,8 @@
 //! bumps nothing shared: hits are counted per plan and summed when a snapshot is taken.
 
 use crate::observe::histogram::{Histogram, HistogramSnapshot};
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::Ordering;
+use crate::sync::stat::{AtomicU64, AtomicUsize};
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::Ordering;
+use crate::sync::stat::AtomicU64;
 
 /// Upper bounds of the buckets, in seconds (Prometheus `le` values), from 10 us to 100 s.
 pub const BUCKETS_S: [f64; 16] =

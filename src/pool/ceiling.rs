@@ -20,6 +20,9 @@ use std::time::Instant;
 
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, loom_sc_fence};
 
+/// The bound on hipFFT handles alive at once: cached, retired (evicted, still leased) and
+/// being made. Shared by every pool that counts against it; process-wide by default, since
+/// the hang it prevents is the driver's, not one pool's.
 #[derive(Debug)]
 pub struct LiveCeiling {
     limit: usize,
@@ -63,6 +66,7 @@ impl LiveCeiling {
         PER_DEVICE.get_or_init(Default::default).lock().entry(device).or_insert_with(|| LiveCeiling::new(limit)).clone()
     }
 
+    /// The most handles allowed alive at once.
     pub fn limit(&self) -> usize {
         self.limit
     }

@@ -8,7 +8,8 @@
 //! which is what picking an eviction victim needs. (A time-stamp counter would order every
 //! hit, but `rdtsc` costs more than the rest of the hit together in a virtual machine.)
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::Ordering;
+use crate::sync::stat::AtomicU64;
 
 #[derive(Debug, Default)]
 pub(crate) struct Recency(AtomicU64);

@@ -19,9 +19,14 @@ use crate::error::{Error, Result};
 use crate::runtime::boundary::PlanOptions;
 pub use crate::runtime::select::RuntimeChoice;
 
+/// Plans a cache holds unless configured (`HIPFFT_POOL_CAPACITY`).
 pub const DEFAULT_CAPACITY: usize = 128;
+/// How long a miss waits at the ceiling unless configured: long enough for GPU work to
+/// drain, short enough that a stuck host gets an error instead of a hang.
 pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `shutdown` waits for leased plans unless configured.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Age at which a runtime call is reported as stalled unless configured.
 pub const DEFAULT_WATCHDOG_THRESHOLD: Duration = Duration::from_secs(10);
 
 /// Upper bounds for values from the environment (a typo like `1000000000` is caught).
@@ -68,12 +73,15 @@ pub struct PoolConfig {
     pub capacity: usize,
     /// Live handles allowed at once (cached + evicted-but-in-flight + being created).
     pub live_ceiling: usize,
+    /// Which ceiling the pool counts against.
     pub ceiling_scope: CeilingScope,
     /// How long a miss waits for a live slot (or for another thread's creation) before failing.
     pub acquire_timeout: Duration,
     /// Optional bound on the total work-area bytes of cached plans.
     pub work_area_budget: Option<usize>,
+    /// Which runtime to open (`HIPFFT_POOL_RUNTIME`).
     pub runtime: RuntimeChoice,
+    /// How plans are made.
     pub plan_options: PlanOptions,
     /// How long shutdown waits for outstanding leases.
     pub shutdown_timeout: Duration,
@@ -112,6 +120,7 @@ pub struct PoolConfigBuilder {
 }
 
 impl PoolConfig {
+    /// A builder with every value at its default.
     pub fn builder() -> PoolConfigBuilder {
         PoolConfigBuilder::default()
     }
@@ -195,10 +204,12 @@ pub fn parse_whole(raw: &str, max: u64) -> std::result::Result<u64, String> {
 }
 
 impl PoolConfigBuilder {
+    /// Plans the cache holds (1 to the live ceiling).
     pub fn capacity(mut self, plans: usize) -> Self {
         self.capacity = Some(plans);
         self
     }
+    /// Live handles allowed at once, on the process-wide ceiling (the first pool sets its limit).
     pub fn live_ceiling(mut self, handles: usize) -> Self {
         self.live_ceiling = Some(handles);
         self
@@ -221,32 +232,40 @@ impl PoolConfigBuilder {
         self
     }
 
+    /// How long a miss waits at the ceiling, or for another thread's creation, before it fails.
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = Some(timeout);
         self
     }
+    /// A bound on the work-area bytes of cached plans: beyond it the least recently used are evicted.
     pub fn work_area_budget(mut self, bytes: usize) -> Self {
         self.work_area_budget = Some(bytes);
         self
     }
+    /// Which runtime `select::open` picks for this configuration.
     pub fn runtime(mut self, runtime: RuntimeChoice) -> Self {
         self.runtime = runtime;
         self
     }
+    /// How plans are made (whether the library owns the work area).
     pub fn plan_options(mut self, options: PlanOptions) -> Self {
         self.plan_options = options;
         self
     }
+    /// How long `shutdown` waits for leased plans before it reports them still leased.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
     }
 
+    /// A runtime call running longer than this is reported by the watchdog.
     pub fn watchdog_threshold(mut self, threshold: Duration) -> Self {
         self.watchdog_threshold = Some(threshold);
         self
     }
 
+    /// The configuration, or `InvalidConfig` naming the field (a zero, or a capacity above a
+    /// shared ceiling: every cached plan is a live handle).
     pub fn build(self) -> Result<PoolConfig> {
         let capacity = self.capacity.unwrap_or(DEFAULT_CAPACITY);
         let live_ceiling = self.live_ceiling.unwrap_or(capacity);

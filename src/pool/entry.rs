@@ -1,54 +1,55 @@
-//! A cached plan and the pool core it reports back to.
+//! A cached plan (`PlanEntry`), the pool core it reports back to (`Core`), and a lease
+//! waiting for its GPU work (`PendingRelease`, what the completion thread holds).
+//!
+//! Core and PlanEntry refer to each other (a plan reports to its core; the core holds its
+//! retired plans), so they share this file. The release of a lease is here too, as a
+//! `PlanEntry` method: `Drop for Lease` calls it, and so does a `PendingRelease` once its
+//! event fired, so `lease.rs` and `completion.rs` never need each other.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crossbeam_channel::Sender;
-
-use crate::pool::ceiling::LiveCeiling;
+use crate::pool::creator::{Creators, RuntimeCalls};
 use crate::desc::PlanDesc;
+use crate::error::Error;
 use crate::observe::counters::{Counters, Latency};
-use crate::pool::lease_state::LeaseState;
-use crate::runtime::boundary::{RawEvent, RawPlan, Runtime, with_device};
-use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 use crate::observe::watchdog::{CallKind, Watchdog};
-
-/// One device as the pool sees it: the ceiling its plans count against (the process-wide
-/// one unless the pool splits it per device) and its counters.
-pub(crate) struct Device {
-    pub ceiling: Arc<LiveCeiling>,
-    pub counters: Counters,
-}
-
-/// Where a device's ceiling comes from.
-pub(crate) enum CeilingPlan {
-    /// Every device counts against this one.
-    Shared(Arc<LiveCeiling>),
-    /// Each device has its own process-wide ceiling of this limit.
-    PerDevice(usize),
-}
+use crate::pool::ceiling::LiveCeiling;
+use crate::pool::completion::Completes;
+use crate::pool::device::{CeilingPlan, Device};
+use crate::pool::lease_state::{LeaseState, Released};
+use crate::runtime::boundary::{RawEvent, RawPlan, RawStream, Runtime, with_device};
+use crate::sync::channel::Sender;
+use crate::sync::stat::AtomicU64;
+use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
 pub(crate) struct Core {
     pub runtime: Arc<dyn Runtime>,
     pub ceilings: CeilingPlan,
-    pub devices: parking_lot::RwLock<std::collections::BTreeMap<i32, Arc<Device>>>,
+    pub devices: parking::RwLock<BTreeMap<i32, Arc<Device>>>,
     pub watchdog: Arc<Watchdog>,
-    /// This pool's live handles over all devices, and the most at once.
-    pub live: crate::sync::AtomicUsize,
-    pub peak_live: crate::sync::AtomicUsize,
+    /// This pool's live handles over all devices, and the most at once (statistics: the
+    /// ceiling's own count is what bounds them).
+    pub live: crate::sync::stat::AtomicUsize,
+    pub peak_live: crate::sync::stat::AtomicUsize,
     /// Last releases of retired plans go here; the destroyer thread takes them.
     pub retire_tx: Sender<Arc<PlanEntry>>,
     /// Evicted plans still leased, by handle, so snapshots and shutdown can see them.
     pub retired: Mutex<HashMap<RawPlan, Arc<PlanEntry>>>,
     /// The completion thread's queue; `None` once the pool shut down.
-    pub completion_tx: parking_lot::Mutex<Option<Sender<crate::pool::completion::PendingRelease>>>,
+    pub completion_tx: parking::Mutex<Option<Sender<PendingRelease>>>,
     /// Events free for reuse by `release_after`, per device.
     pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
     /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
     /// returned: `shutdown` waits for them as for retired plans.
-    pub destroying: crate::sync::AtomicUsize,
+    pub destroying: AtomicUsize,
+    /// Where misses run their plan creations (never on the calling thread).
+    pub creators: Creators,
+    /// Plans whose destroy could not run (their device could not be made current): still
+    /// alive, still counted, retried by the destroyer thread.
+    pub undestroyed: Mutex<Vec<Arc<PlanEntry>>>,
 }
 
 impl Core {
@@ -64,16 +65,18 @@ impl Core {
         self.devices
             .write()
             .entry(id)
-            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default() }))
+            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default(), calls: RuntimeCalls::default() }))
             .clone()
     }
 
+    /// Counts a plan being made (its ceiling slot is already taken).
     pub(crate) fn live_up(&self, dev: &Device) {
         dev.counters.live_up();
         let now = self.live.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak_live.fetch_max(now, Ordering::Relaxed);
     }
 
+    /// Counts a plan out (destroyed, or its creation failed).
     pub(crate) fn live_down(&self, dev: &Device) {
         dev.counters.live_down();
         self.live.fetch_sub(1, Ordering::SeqCst);
@@ -81,25 +84,39 @@ impl Core {
 
     /// Destroys an idle plan that `PlanPool::retire` handed out (counted in `destroying`
     /// from then until now). Never called under a pool lock, never from `release()`.
-    pub(crate) fn destroy(&self, entry: &PlanEntry) {
+    pub(crate) fn destroy(&self, entry: &Arc<PlanEntry>) {
         self.destroy_plan(entry);
         self.destroying.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Destroys a plan nobody can reach any more, with its device current, then gives its
-    /// slot back.
-    fn destroy_plan(&self, entry: &PlanEntry) {
+    /// slot back. Returns false, keeping the slot, when the destroy could not run at all
+    /// (the device could not be made current): the handle is still alive, so it still
+    /// counts, and it is kept for a retry (`undestroyed`).
+    fn destroy_plan(&self, entry: &Arc<PlanEntry>) -> bool {
         let rt = &*self.runtime;
         let started = std::time::Instant::now();
+        let mut ran = false;
         let result = {
             let _span = tracing::debug_span!("destroy", desc = %entry.desc).entered();
             let _call = self.watchdog.enter(CallKind::Destroy, &entry.desc, &entry.dev.ceiling);
-            // SAFETY: the plan is live and unreachable: no lease, no cache slot, no other
-            // destroyer; its last execution was released.
-            with_device(rt, entry.desc.device, || unsafe { rt.plan_destroy(entry.plan) })
+            let _running = entry.dev.calls.enter(CallKind::Destroy, &entry.desc);
+            with_device(rt, entry.desc.device, || {
+                ran = true;
+                // SAFETY: the plan is live and unreachable: no lease, no cache slot, no other
+                // destroyer; its last execution was released.
+                unsafe { rt.plan_destroy(entry.plan) }
+            })
         };
         let c = &entry.dev.counters;
         c.record_latency(Latency::Destroy, entry.desc.device, started.elapsed());
+        if !ran {
+            let e = result.err().map(|e| e.to_string()).unwrap_or_default();
+            tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy could not run (device not current); the plan stays alive and counted, and is retried");
+            Counters::bump(&c.destroy_failures);
+            lock(&self.undestroyed).push(entry.clone());
+            return false;
+        }
         match result {
             Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {
@@ -113,6 +130,85 @@ impl Core {
         c.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
         self.live_down(&entry.dev);
         entry.dev.ceiling.release();
+        true
+    }
+
+    /// Hands an evicted idle plan to the destroyer thread: a miss never runs a destroy
+    /// itself (a destroy can wait for the device's whole queue, or forever). Only if that
+    /// thread is gone (process teardown) is it destroyed here.
+    pub(crate) fn doom(&self, entry: Arc<PlanEntry>) {
+        if let Err(e) = self.retire_tx.send(entry) {
+            self.destroy(&e.into_inner());
+        }
+    }
+
+    /// Settles a creation whose miss stopped waiting for it: the plan it made (if any) is
+    /// destroyed, and the slot, the live count and `creating` are given back. Runs on the
+    /// creation worker, once the call returned.
+    pub(crate) fn settle_abandoned(&self, dev: &Arc<Device>, desc: &PlanDesc, made: crate::error::Result<crate::runtime::boundary::CreatedPlan>) {
+        let c = &dev.counters;
+        match made {
+            Ok(created) => {
+                Counters::bump(&c.creations);
+                tracing::warn!(desc = %desc, "a plan creation returned after its miss gave up; destroying it");
+                let rt = &*self.runtime;
+                let result = {
+                    let _call = self.watchdog.enter(CallKind::Destroy, desc, &dev.ceiling);
+                    let _running = dev.calls.enter(CallKind::Destroy, desc);
+                    // SAFETY: the plan was just made by this creation and nothing else has it:
+                    // its miss gave up before it was cached.
+                    with_device(rt, desc.device, || unsafe { rt.plan_destroy(created.plan) })
+                };
+                match result {
+                    Ok(()) => Counters::bump(&c.destroys),
+                    Err(e) => {
+                        tracing::error!(desc = %desc, error = %e, "hipfftDestroy of an abandoned creation failed");
+                        Counters::bump(&c.destroy_failures);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(desc = %desc, error = %e, "a plan creation failed after its miss gave up");
+                Counters::bump(&c.create_failures);
+            }
+        }
+        c.creating.fetch_sub(1, Ordering::SeqCst);
+        self.live_down(dev);
+        dev.ceiling.release();
+    }
+
+    /// Retries the destroys that could not run. Called by the destroyer thread.
+    pub(crate) fn retry_undestroyed(&self) {
+        let pending = std::mem::take(&mut *lock(&self.undestroyed));
+        for e in pending {
+            // A plan that fails again goes back on the list.
+            self.destroy_plan(&e);
+        }
+    }
+
+    /// Destroys what the destroyer thread was handed: a retired plan whose last lease
+    /// went, or an idle plan a miss evicted (told apart by the retired set, which an idle
+    /// victim has already left). A panic in the runtime is caught, logged and counted,
+    /// and the thread keeps serving; the plan then stays counted as live.
+    pub(crate) fn destroy_doomed(&self, entry: Arc<PlanEntry>) {
+        let retired = lock(&self.retired).get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry));
+        let desc = entry.desc;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if retired {
+                self.destroy_retired(entry);
+            } else {
+                self.destroy(&entry);
+            }
+        }));
+        if let Err(p) = outcome {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(desc = %desc, "hipfftDestroy panicked on the destroyer thread: {msg}; the plan stays counted as live");
+            Counters::bump(&self.device(desc.device).counters.destroy_failures);
+        }
     }
 
     /// Destroys a retired plan whose last lease went, then removes it from the retired set.
@@ -120,14 +216,40 @@ impl Core {
     /// destroy is still in progress. (The handle may have been reused by a plan retired
     /// since; only this entry is removed.)
     pub(crate) fn destroy_retired(&self, entry: Arc<PlanEntry>) {
+        // Even when it could not run (kept in `undestroyed`), it leaves the retired set: it
+        // has no lease left, and `shutdown` reports undestroyed plans on their own.
+        #[cfg(all(test, loom))]
+        if crate::pool::tests::regressed(crate::pool::tests::Regression::LeaveRetiredBeforeDestroy) {
+            lock(&self.retired).remove(&entry.plan);
+        }
         self.destroy_plan(&entry);
         let mut retired = lock(&self.retired);
         if retired.get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
             retired.remove(&entry.plan);
         }
     }
+
+    /// Puts an event back on the free list, or destroys it once the pool has shut down (its
+    /// free list is destroyed by `shutdown`; one recycled later would never be). Checked
+    /// under the free-list lock, which `shutdown` takes only after it cleared `completion_tx`.
+    fn recycle_event(&self, device: i32, event: RawEvent) {
+        {
+            let mut free = lock(&self.free_events);
+            if self.completion_tx.lock().is_some() {
+                free.entry(device).or_default().push(event);
+                return;
+            }
+        }
+        let rt = &*self.runtime;
+        // SAFETY: the event is live and no longer recorded or queried by anyone.
+        if let Err(e) = with_device(rt, device, || unsafe { rt.event_destroy(event) }) {
+            tracing::warn!(error = %e, "event destroy failed");
+        }
+    }
 }
 
+/// A cached (or retired) plan: its handle, what it was made for, and the state word that
+/// counts its leases.
 pub(crate) struct PlanEntry {
     pub core: Arc<Core>,
     pub dev: Arc<Device>,
@@ -144,5 +266,129 @@ pub(crate) struct PlanEntry {
     pub listed: AtomicU64,
     pub hits: AtomicU64,
     /// Set-stream, set-work-area and exec of one plan must not interleave between threads.
-    pub exec_lock: parking_lot::Mutex<()>,
+    pub exec_lock: parking::Mutex<()>,
+}
+
+impl PlanEntry {
+    /// Gives one lease back. Never calls the runtime (safe in a stream callback): one
+    /// atomic decrement, a wake-up only if a miss waits at the ceiling, and for the last
+    /// lease of a retired plan a send to the destroyer thread.
+    #[inline]
+    pub(crate) fn release_lease(self: &Arc<Self>) {
+        match self.state.release() {
+            Released::StillLeased => {}
+            Released::Idle => {
+                // An idle plan may be evicted: a miss waiting at the ceiling should look again.
+                self.dev.ceiling.notify_if_waiting();
+            }
+            Released::LastOfRetired => {
+                // Hand it to the destroyer thread; if that is gone (process teardown), the
+                // plan is destroyed by whoever drains the queue, never here.
+                if self.core.retire_tx.send(self.clone()).is_err() {
+                    // The destroyer thread is gone (process teardown): the handle is never
+                    // destroyed. Counted and logged, never a panic here.
+                    Counters::bump(&self.dev.counters.destroy_failures);
+                    tracing::error!(plan = ?self.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
+                }
+            }
+        }
+    }
+
+    /// Releases the lease that `self` stands for once the work enqueued so far on `stream`
+    /// completes: records an event there (reused from the free list when one is there)
+    /// and hands lease and event to the completion thread. On failure the lease comes back,
+    /// still held, so it is neither lost nor released while its work may be in flight.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime ([`crate::Lease::release_after`]).
+    pub(crate) unsafe fn release_after(self: Arc<Self>, stream: RawStream) -> Result<(), (Error, Arc<Self>)> {
+        let core = self.core.clone();
+        let device = self.desc.device;
+        let rt = &*core.runtime;
+        if core.completion_tx.lock().is_none() {
+            // Shut down: no event to make (nobody would ever destroy it).
+            return Err((Error::ShutDown, self));
+        }
+        let recorded = with_device(rt, device, || {
+            let event = match lock(&core.free_events).get_mut(&device).and_then(|v| v.pop()) {
+                Some(e) => e,
+                None => rt.event_create()?,
+            };
+            // SAFETY: `event` is live (made above or kept on the free list); the caller
+            // promised `stream` is a live stream of this runtime.
+            match unsafe { rt.event_record(event, stream) } {
+                Ok(()) => Ok(event),
+                Err(e) => {
+                    core.recycle_event(device, event);
+                    Err(e)
+                }
+            }
+        });
+        let event = match recorded {
+            Ok(e) => e,
+            Err(error) => {
+                Counters::bump(&self.dev.counters.event_failures);
+                return Err((error, self));
+            }
+        };
+        let tx = core.completion_tx.lock().clone();
+        match tx {
+            Some(tx) => tx.send(PendingRelease { entry: self, event, stream }).map_err(|e| {
+                // The completion thread is gone: the event goes back (or is destroyed), not lost.
+                core.recycle_event(device, e.0.event);
+                (Error::ShutDown, e.0.entry)
+            }),
+            None => {
+                core.recycle_event(device, event);
+                Err((Error::ShutDown, self))
+            }
+        }
+    }
+}
+
+/// A lease waiting for its GPU work: the plan it holds (one lease, counted in the plan's
+/// state word), the event recorded behind that work, and the stream it was recorded on.
+/// The completion thread releases the lease when the event fires. Dropped without
+/// completing (only if the completion thread panicked), it keeps its lease: the plan is
+/// then never destroyed, rather than destroyed under work that may still run.
+pub(crate) struct PendingRelease {
+    entry: Arc<PlanEntry>,
+    event: RawEvent,
+    stream: RawStream,
+}
+
+impl Completes for PendingRelease {
+    type Queue = (i32, usize);
+
+    /// The stream's in-order queue; `None` for a handle that may name a different stream
+    /// on each thread (0, and HIP/CUDA's legacy and per-thread 1 and 2).
+    fn queue(&self) -> Option<(i32, usize)> {
+        (self.stream.0 > 2).then_some((self.entry.desc.device, self.stream.0))
+    }
+
+    /// Whether the event fired (or broke, and the wait fell back to synchronizing it).
+    fn poll(&self) -> bool {
+        let e = &self.entry;
+        let rt = &*e.core.runtime;
+        // SAFETY: a pending release owns its live event until it is recycled.
+        let fired = with_device(rt, e.desc.device, || match unsafe { rt.event_query(self.event) } {
+            Ok(done) => Ok(done),
+            Err(err) => {
+                Counters::bump(&e.dev.counters.event_failures);
+                tracing::warn!(error = %err, plan = ?e.plan, "event query failed; synchronizing the event instead");
+                // SAFETY: as for the query.
+                if let Err(err) = unsafe { rt.event_synchronize(self.event) } {
+                    tracing::error!(error = %err, plan = ?e.plan, "event synchronize failed; releasing the lease anyway (the device is in error)");
+                }
+                Ok(true)
+            }
+        });
+        fired.unwrap_or(true)
+    }
+
+    /// Recycles the event, then releases the lease.
+    fn complete(self) {
+        self.entry.core.recycle_event(self.entry.desc.device, self.event);
+        self.entry.release_lease();
+    }
 }

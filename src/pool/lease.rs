@@ -5,12 +5,12 @@
 //! is safe where HIP calls are forbidden, such as a stream host callback.
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::pool::entry::PlanEntry;
 use crate::error::{Error, Result};
-use crate::pool::lease_state::Released;
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 
@@ -41,7 +41,9 @@ pub struct Lease {
 /// `release_after` could not hand the lease to the completion thread; the lease comes back
 /// so that it is neither lost nor released while its execution may be in flight.
 pub struct ReleaseAfterError {
+    /// Why: the pool shut down, or recording the event failed (named with its code).
     pub error: Error,
+    /// The lease, still held: synchronize the stream, then drop it.
     pub lease: Lease,
 }
 
@@ -370,7 +372,16 @@ impl Lease {
     /// ```
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
         // SAFETY: the caller's promise, passed on.
-        unsafe { crate::pool::completion::release_after(self, stream) }
+        unsafe { self.into_entry().release_after(stream) }
+            .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease { entry } })
+    }
+
+    /// The plan with the lease this value held, which it now stands for (not released).
+    fn into_entry(self) -> Arc<PlanEntry> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or used again, so the `Arc` is moved out of it
+        // exactly once; its strong count and the lease it counts move with it.
+        unsafe { std::ptr::read(&this.entry) }
     }
 }
 
@@ -395,23 +406,7 @@ fn check_direction(t: TransformType, d: Direction) -> Result<()> {
 impl Drop for Lease {
     #[inline]
     fn drop(&mut self) {
-        match self.entry.state.release() {
-            Released::StillLeased => {}
-            Released::Idle => {
-                // An idle plan may be evicted: a miss waiting at the ceiling should look again.
-                self.entry.dev.ceiling.notify_if_waiting();
-            }
-            Released::LastOfRetired => {
-                // Hand it to the destroyer thread; if that is gone (process teardown), the
-                // plan is destroyed by whoever drains the queue, never here.
-                if self.entry.core.retire_tx.send(self.entry.clone()).is_err() {
-                    // The destroyer thread is gone (it panicked, or the process is exiting):
-                    // the handle is never destroyed. Counted and logged, never a panic here.
-                    Counters::bump(&self.entry.dev.counters.destroy_failures);
-                    tracing::error!(plan = ?self.entry.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
-                }
-            }
-        }
+        self.entry.release_lease();
     }
 }
 

@@ -6,19 +6,34 @@
 //! destroyer thread destroys it after its last lease, never inside a release.
 //!
 //! - `plan_pool`: [`PlanPool`], the cache and its acquire path (hit, single-flight miss,
-//!   making room at the ceiling, the bounded wait), eviction, shutdown, snapshots.
-//! - `entry`: a cached plan (`PlanEntry`) and the core it reports back to (`Core`: the
-//!   runtime, retired plans, the destroyer and completion channels, the per-device state).
+//!   making room at the ceiling, the bounded wait), eviction, shutdown, snapshots; it starts
+//!   the destroyer and completion threads.
+//! - `entry`: a cached plan (`PlanEntry`), the core it reports back to (`Core`: the
+//!   runtime, retired plans, the destroyer and completion queues, event reuse, destroys),
+//!   the release of a lease (`PlanEntry::release_lease`, `release_after`), and
+//!   `PendingRelease`, a lease waiting for its event.
+//! - `device`: one device as the pool sees it (its ceiling and counters), and where each
+//!   device's ceiling comes from.
 //! - `lease`: [`Lease`], one execution's hold on a plan: exec, release, `release_after`.
 //! - `lease_state`: the one atomic word that counts a plan's leases and marks it retired.
-//! - `completion`: the completion thread, generic over what it holds: it polls each
-//!   stream's oldest pending event and hands back what completed.
+//! - `completion`: the completion queue and thread, a leaf generic over what it holds (an
+//!   in-order queue key and a poll that says done): it polls each queue's oldest item and
+//!   completes what is done.
 //! - `flight`: single flight, so concurrent misses on one key make one plan.
+//! - `creator`: the workers that run plan creations, so a miss waits for one only until
+//!   its deadline, and the registry of running calls that marks a device stuck.
 //! - `ceiling`: [`LiveCeiling`], the hard process-wide bound, and its wait.
 //! - `clock`: the recency clock that keeps hits off shared cache lines.
 //! - `thrash`: the detector that warns when evicted keys come straight back.
 //! - `report`: metrics exports and the summary table of a pool.
 //! - `config`: [`PoolConfig`], its builder and `from_env()`.
+//! - `tests/` (`--cfg loom` only): the loom model tests of this layer, on the real code
+//!   above over a deterministic runtime (`loom_pool.rs`, `loom_lease.rs`,
+//!   `loom_ceiling.rs`, `loom_flight.rs`).
+//!
+//! Files import downwards only: `plan_pool` → `lease` → `entry` → `completion`, `device`,
+//! `ceiling`, `lease_state`; `completion`, `flight`, `ceiling`, `lease_state` and `clock`
+//! import only [`crate::sync`], whose loom build is what the model tests run on.
 //!
 //! This layer calls [`crate::observe`] (counters, the watchdog) and [`crate::runtime`] (the
 //! library), never [`crate::ffi`].
@@ -28,10 +43,14 @@
 //! [`LiveCeiling`]: ceiling::LiveCeiling
 //! [`PoolConfig`]: config::PoolConfig
 
+#![deny(missing_docs)]
+
 pub mod ceiling;
 pub(crate) mod clock;
 pub(crate) mod completion;
 pub mod config;
+pub(crate) mod creator;
+pub(crate) mod device;
 pub(crate) mod entry;
 pub(crate) mod flight;
 pub mod lease;
@@ -39,3 +58,6 @@ pub(crate) mod lease_state;
 pub mod plan_pool;
 pub mod report;
 pub(crate) mod thrash;
+
+#[cfg(all(test, loom))]
+mod tests;

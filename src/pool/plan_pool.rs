@@ -10,26 +10,29 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, unbounded};
-use dashmap::DashMap;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
 use crate::pool::ceiling::{LiveCeiling, Waiting};
 use crate::pool::clock::Recency;
+use crate::pool::creator::{Creators, Handoff};
 use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
-use crate::pool::entry::{CeilingPlan, Core, Device, PlanEntry};
+use crate::pool::device::{CeilingPlan, Device};
+use crate::pool::entry::{Core, PendingRelease, PlanEntry};
 use crate::error::{CeilingState, Error, Result};
 use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
-use crate::runtime::boundary::{PlanOptions, Runtime, with_device};
-use crate::sync::{AtomicU64, Mutex, Ordering, lock};
+use crate::runtime::boundary::{CreatedPlan, PlanOptions, Runtime, with_device};
+use crate::sync::channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
+use crate::sync::map::{ConcurrentMap, new_map};
+use crate::sync::thread::{self, JoinHandle};
+use crate::sync::stat::AtomicU64;
+use crate::sync::{Mutex, Ordering, lock, parking};
 use crate::observe::watchdog::{CallKind, StalledCall, Watchdog};
 
 /// Called once by a miss that found the ceiling full and nothing idle to evict, before it
@@ -70,10 +73,10 @@ pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 /// ```
 pub struct PlanPool {
     core: Arc<Core>,
-    map: DashMap<PlanDesc, Arc<PlanEntry>, FxBuildHasher>,
+    map: ConcurrentMap<PlanDesc, Arc<PlanEntry>>,
     inner: Mutex<Inner>,
     retire_rx: Receiver<Arc<PlanEntry>>,
-    flush_hook: parking_lot::RwLock<Option<FlushHook>>,
+    flush_hook: parking::RwLock<Option<FlushHook>>,
     recency: Recency,
     acquire_timeout: Duration,
     shutdown_timeout: Duration,
@@ -83,7 +86,7 @@ pub struct PlanPool {
     /// The destroyer and completion threads end on their own once every plan is gone (a
     /// destroy may block forever, so they are never joined); the watchdog is joined on drop.
     _threads: Vec<JoinHandle<()>>,
-    watchdog: Option<(JoinHandle<()>, crossbeam_channel::Sender<()>)>,
+    watchdog: Option<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)>,
 }
 
 struct Inner {
@@ -106,8 +109,8 @@ enum Step {
     Retry,
     Join(Arc<Flight>),
     Create(Arc<Flight>),
-    Destroy(Arc<PlanEntry>),
-    DestroyRetired(Arc<PlanEntry>),
+    /// An idle plan was evicted: the destroyer thread destroys it, and its slot wakes us.
+    Evicted(Arc<PlanEntry>),
     Wait,
 }
 
@@ -125,9 +128,13 @@ pub struct ShutdownReport {
 /// One cached plan, for summaries.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CachedPlan {
+    /// The descriptor, as text.
     pub desc: String,
+    /// Work-area bytes per execution.
     pub work_size: usize,
+    /// Hits since it was made.
     pub hits: u64,
+    /// Leases out now.
     pub leases: usize,
 }
 
@@ -177,10 +184,20 @@ impl PlanPool {
             });
         }
         let (retire_tx, retire_rx) = unbounded::<Arc<PlanEntry>>();
-        let (completion_tx, completion_rx) = unbounded();
+        let (completion_tx, completion_rx) = unbounded::<PendingRelease>();
         let watchdog = Arc::new(Watchdog::new(config.watchdog_threshold));
-        let (watchdog_thread, watchdog_stop) = Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
-            .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?;
+        // Under loom the watchdog's thread (an OS thread that only reports) is not started;
+        // its registrations still run on every call.
+        #[cfg(not(loom))]
+        let watchdog_thread = Some(
+            Watchdog::spawn(Arc::downgrade(&watchdog), watchdog.period())
+                .map_err(|e| Error::Internal(format!("cannot start the watchdog thread: {e}")))?,
+        );
+        #[cfg(loom)]
+        let watchdog_thread = {
+            let _unused_under_loom = (Watchdog::spawn, Watchdog::period);
+            None
+        };
         let core = Arc::new(Core {
             runtime,
             ceilings,
@@ -190,32 +207,53 @@ impl PlanPool {
             peak_live: Default::default(),
             retire_tx,
             retired: Mutex::new(HashMap::new()),
-            completion_tx: parking_lot::Mutex::new(Some(completion_tx)),
+            completion_tx: parking::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
             destroying: Default::default(),
+            creators: Creators::new(),
+            undestroyed: Mutex::new(Vec::new()),
         });
         let destroyer_rx = retire_rx.clone();
-        let destroyer = std::thread::Builder::new()
-            .name("hipfft-pool-destroy".into())
-            .spawn(move || {
-                // Ends when every plan and the pool are gone (all senders dropped).
+        let weak_core = Arc::downgrade(&core);
+        let destroyer = thread::spawn("hipfft-pool-destroy", move || {
+            // Every destroy a miss needs runs here, never on the miss's thread. Ends when
+            // every plan and the pool are gone (all senders dropped).
+            #[cfg(not(loom))]
+            loop {
+                const RETRY: Duration = Duration::from_millis(50);
+                match destroyer_rx.recv_timeout(RETRY) {
+                    Ok(entry) => {
+                        let core = entry.core.clone();
+                        core.destroy_doomed(entry);
+                    }
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Some(core) = weak_core.upgrade() {
+                            core.retry_undestroyed();
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            // Under loom the retry of undestroyed plans (a timed poll) is not modelled.
+            #[cfg(loom)]
+            {
+                drop(weak_core);
                 while let Ok(entry) = destroyer_rx.recv() {
                     let core = entry.core.clone();
-                    core.destroy_retired(entry);
+                    core.destroy_doomed(entry);
                 }
-            })
-            .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
-        let (done_tx, completion_done) = crossbeam_channel::bounded::<()>(0);
-        let completion = std::thread::Builder::new()
-            .name("hipfft-pool-complete".into())
-            .spawn(move || {
-                let _done = done_tx;
-                crate::pool::completion::run(completion_rx);
-            })
-            .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
+            }
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the destroyer thread: {e}")))?;
+        let (done_tx, completion_done) = bounded::<()>(0);
+        let completion = thread::spawn("hipfft-pool-complete", move || {
+            let _done: Sender<()> = done_tx;
+            crate::pool::completion::run(completion_rx);
+        })
+        .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
         Ok(PlanPool {
             core,
-            map: DashMap::with_hasher(FxBuildHasher),
+            map: new_map(),
             inner: Mutex::new(Inner {
                 lru: LruCache::unbounded_with_hasher(FxBuildHasher),
                 capacity: config.capacity,
@@ -226,14 +264,14 @@ impl PlanPool {
                 thrash: ThrashDetector::new(),
             }),
             retire_rx,
-            flush_hook: parking_lot::RwLock::new(None),
+            flush_hook: parking::RwLock::new(None),
             recency: Recency::default(),
             acquire_timeout: config.acquire_timeout,
             shutdown_timeout: config.shutdown_timeout,
             plan_options: config.plan_options,
             completion_done,
             _threads: vec![destroyer, completion],
-            watchdog: Some((watchdog_thread, watchdog_stop)),
+            watchdog: watchdog_thread,
         })
     }
 
@@ -372,6 +410,11 @@ impl PlanPool {
     fn acquire_slow(&self, desc: &PlanDesc) -> Result<Lease> {
         desc.validate()?;
         let dev = self.core.device(desc.device);
+        // A create or destroy that has not returned for the whole timeout: a miss here could
+        // only wait for it, so it fails at once, naming the call.
+        if let Some(stuck) = dev.calls.stuck(self.acquire_timeout) {
+            return Err(stuck.into_error(desc.device));
+        }
         let c = &dev.counters;
         let started = Instant::now();
         let deadline = started + self.acquire_timeout;
@@ -379,6 +422,9 @@ impl PlanPool {
         let mut waited = false;
         // Held from the first time there was nothing to do (see `Step::Wait`).
         let mut registered: Option<Waiting<'_>> = None;
+        // One eviction per wake-up: its destroy runs on the destroyer thread, and evicting
+        // more while it runs would empty the cache for one slot.
+        let mut evicted_since_wake = false;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -411,11 +457,10 @@ impl PlanPool {
                         tracing::warn!("{w}");
                     }
                     Step::Create(f)
-                } else if let Ok(e) = self.retire_rx.try_recv() {
-                    // A retired plan whose last lease went: destroy it here, not later.
-                    Step::DestroyRetired(e)
+                } else if evicted_since_wake {
+                    Step::Wait
                 } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
-                    Step::Destroy(e)
+                    Step::Evicted(e)
                 } else {
                     Step::Wait
                 }
@@ -425,7 +470,7 @@ impl PlanPool {
                 Step::Create(flight) => {
                     miss_once(c);
                     drop(registered.take());
-                    return self.create(desc, flight, &dev);
+                    return self.create(desc, flight, &dev, deadline, started);
                 }
                 Step::Join(flight) => {
                     miss_once(c);
@@ -442,10 +487,16 @@ impl PlanPool {
                         None => return Err(self.timeout_error(desc, started, true)),
                     }
                 }
-                Step::Destroy(entry) => self.core.destroy(&entry),
-                Step::DestroyRetired(entry) => self.core.destroy_retired(entry),
+                Step::Evicted(entry) => {
+                    evicted_since_wake = true;
+                    self.core.doom(entry);
+                }
                 Step::Wait => {
-                    if registered.is_none() {
+                    #[cfg(all(test, loom))]
+                    let registered_before_last_look = !crate::pool::tests::regressed(crate::pool::tests::Regression::WaitWithoutRegistering);
+                    #[cfg(not(all(test, loom)))]
+                    let registered_before_last_look = true;
+                    if registered.is_none() && registered_before_last_look {
                         // Register as a waiter, then look once more before sleeping: a plan
                         // that goes idle after a registered look bumps the epoch, but one
                         // that went idle between an unregistered look and the wait would
@@ -453,13 +504,17 @@ impl PlanPool {
                         registered = Some(dev.ceiling.register());
                         continue;
                     }
-                    if !flushed {
+                    // Nothing is on its way: the host may be holding the work that would free
+                    // a slot. (With an eviction on its way there is nothing to flush for.)
+                    if !flushed && !evicted_since_wake {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
                         if let Some(hook) = hook {
                             Counters::bump(&c.flush_hook_calls);
                             let _span = tracing::debug_span!("flush_hook", desc = %desc).entered();
-                            hook();
+                            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook())) {
+                                tracing::error!("the flush hook panicked: {}; the miss goes on waiting", panic_message(&*p));
+                            }
                             continue;
                         }
                     }
@@ -470,6 +525,7 @@ impl PlanPool {
                     let wait_started = Instant::now();
                     let changed = dev.ceiling.wait_for_change(epoch, deadline);
                     c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
+                    evicted_since_wake = false;
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started, false));
@@ -495,29 +551,59 @@ impl PlanPool {
         }
     }
 
-    fn create(&self, desc: &PlanDesc, flight: Arc<Flight>, dev: &Arc<Device>) -> Result<Lease> {
+    /// Makes the plan for a miss that took a slot: the runtime calls run on a creation
+    /// worker, and this thread waits for them until `deadline`. Whatever happens, the slot,
+    /// the single flight and the `creating` count are settled: by this thread, or (for a
+    /// creation that outlived the wait) by the worker when the call returns.
+    fn create(
+        &self,
+        desc: &PlanDesc,
+        flight: Arc<Flight>,
+        dev: &Arc<Device>,
+        deadline: Instant,
+        started: Instant,
+    ) -> Result<Lease> {
         let c = &dev.counters;
-        let rt = &*self.core.runtime;
         let options = self.plan_options;
-        let started = Instant::now();
-        let made = {
-            let _span = tracing::debug_span!("create", desc = %desc).entered();
-            let _call = self.core.watchdog.enter(CallKind::Create, desc, &dev.ceiling);
-            with_device(rt, desc.device, || rt.plan_create(desc, options))
+        // Until the hand-off is settled, leaving this function (an error or a panic) undoes
+        // the miss: no key stays `creating`, no flight unfinished, no slot taken.
+        let mut unsettled =
+            CreationGuard { pool: self, desc: *desc, flight: &flight, dev, armed: true, release_slot: true, error: None };
+        let handoff = Handoff::<Result<CreatedPlan>>::new();
+        let job = {
+            let (core, dev, desc, handoff) = (self.core.clone(), dev.clone(), *desc, handoff.clone());
+            move || {
+                let made = run_create(&core, &dev, &desc, options);
+                if let Some(late) = handoff.deliver(made) {
+                    // The miss stopped waiting: this worker settles the creation.
+                    core.settle_abandoned(&dev, &desc, late);
+                }
+            }
         };
-        c.record_latency(Latency::Create, desc.device, started.elapsed());
-        let created = match made {
-            Ok(c) => c,
-            Err(e) => {
-                c.creating.fetch_sub(1, Ordering::SeqCst);
-                Counters::bump(&c.create_failures);
-                self.core.live_down(dev);
-                dev.ceiling.release();
-                lock(&self.inner).creating.remove(desc);
-                flight.finish(Err(e.clone()));
+        if let Err(e) = self.core.creators.submit(job) {
+            drop(unsettled.finish_with(e.clone()));
+            return Err(e);
+        }
+        let made = match handoff.wait(deadline) {
+            Some(made) => made,
+            None => {
+                // The worker settles the slot and the count when (if ever) the call returns.
+                unsettled.release_slot = false;
+                let e = self.timeout_error(desc, started, true);
+                Counters::bump(&c.ceiling_timeouts);
+                drop(unsettled.finish_with(e.clone()));
                 return Err(e);
             }
         };
+        let created = match made {
+            Ok(created) => created,
+            Err(e) => {
+                Counters::bump(&c.create_failures);
+                drop(unsettled.finish_with(e.clone()));
+                return Err(e);
+            }
+        };
+        unsettled.armed = false;
         Counters::bump(&c.creations);
         let now = self.recency.now();
         let entry = Arc::new(PlanEntry {
@@ -532,7 +618,7 @@ impl PlanPool {
             last_used: AtomicU64::new(now),
             listed: AtomicU64::new(now),
             hits: AtomicU64::new(0),
-            exec_lock: parking_lot::Mutex::new(()),
+            exec_lock: parking::Mutex::new(()),
         });
         let mut victims = Vec::new();
         let shut_down = {
@@ -560,8 +646,8 @@ impl PlanPool {
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
         flight.finish(Ok(entry.clone()));
-        for v in &victims {
-            self.core.destroy(v);
+        for v in victims {
+            self.core.doom(v);
         }
         Ok(Lease { entry })
     }
@@ -943,6 +1029,8 @@ impl PlanPool {
             let creating: usize =
                 self.core.devices.read().values().map(|d| d.counters.creating.load(Ordering::SeqCst)).sum();
             let destroying = self.core.destroying.load(Ordering::SeqCst);
+            #[cfg(all(test, loom))]
+            let destroying = if crate::pool::tests::regressed(crate::pool::tests::Regression::ShutdownIgnoresIdleDestroys) { 0 } else { destroying };
             if creating == 0 && destroying == 0 && lock(&self.core.retired).is_empty() {
                 break false;
             }
@@ -950,11 +1038,11 @@ impl PlanPool {
                 break true;
             }
             // The destroyer thread may be the one destroying them: give it a moment.
-            std::thread::sleep(Duration::from_millis(1));
+            thread::pause(Duration::from_millis(1));
         };
         // The completion thread ends once its queue is empty; then all its events are free.
         // Those still pending (the wait ran out) are destroyed when they complete: after
-        // the shutdown, a recycled event is destroyed, not listed (`completion::recycle`).
+        // the shutdown, a recycled event is destroyed, not listed (`Core::recycle_event`).
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(10));
         let _ = self.completion_done.recv_timeout(left);
         self.destroy_free_events();
@@ -986,6 +1074,69 @@ impl PlanPool {
                 Ok(())
             });
         }
+    }
+}
+
+/// `hipfftCreate` and `hipfftMakePlanMany64` for a miss, on a creation worker. A panic in the
+/// runtime becomes an error, so the miss and its slot are settled as for any failure.
+fn run_create(core: &Core, dev: &Device, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+    let rt = &*core.runtime;
+    let started = Instant::now();
+    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _span = tracing::debug_span!("create", desc = %desc).entered();
+        let _call = core.watchdog.enter(CallKind::Create, desc, &dev.ceiling);
+        let _running = dev.calls.enter(CallKind::Create, desc);
+        with_device(rt, desc.device, || rt.plan_create(desc, options))
+    }))
+    .unwrap_or_else(|p| Err(Error::Internal(format!("the runtime panicked in plan_create for {desc}: {}", panic_message(&*p)))));
+    dev.counters.record_latency(Latency::Create, desc.device, started.elapsed());
+    made
+}
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Undoes a miss's creation when dropped armed: the key leaves `creating`, the flight ends
+/// with the error (so joiners do not wait out their timeout), and, unless a worker still
+/// owns the call, the slot, the live count and the `creating` count are given back. Armed
+/// until the created plan is in hand, so a panic on the calling thread is undone too.
+struct CreationGuard<'a> {
+    pool: &'a PlanPool,
+    desc: PlanDesc,
+    flight: &'a Flight,
+    dev: &'a Arc<Device>,
+    armed: bool,
+    release_slot: bool,
+    error: Option<Error>,
+}
+
+impl CreationGuard<'_> {
+    fn finish_with(mut self, e: Error) -> Self {
+        self.error = Some(e);
+        self
+    }
+}
+
+impl Drop for CreationGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if self.release_slot {
+            self.dev.counters.creating.fetch_sub(1, Ordering::SeqCst);
+            self.pool.core.live_down(self.dev);
+            self.dev.ceiling.release();
+        }
+        lock(&self.pool.inner).creating.remove(&self.desc);
+        let e = self.error.take().unwrap_or_else(|| {
+            Error::Internal(format!("the creation of {} was interrupted by a panic on the calling thread", self.desc))
+        });
+        self.flight.finish(Err(e));
     }
 }
 

@@ -1,0 +1,25 @@
+//! One device as the pool sees it, and where each device's ceiling comes from.
+
+use std::sync::Arc;
+
+use crate::observe::counters::Counters;
+use crate::pool::ceiling::LiveCeiling;
+use crate::pool::creator::RuntimeCalls;
+
+/// One device as the pool sees it: the ceiling its plans count against (the process-wide
+/// one unless the pool splits it per device) and its counters.
+pub(crate) struct Device {
+    pub ceiling: Arc<LiveCeiling>,
+    pub counters: Counters,
+    /// Creates and destroys running on this device: one running past the acquire timeout
+    /// marks the device stuck.
+    pub calls: RuntimeCalls,
+}
+
+/// Where a device's ceiling comes from.
+pub(crate) enum CeilingPlan {
+    /// Every device counts against this one.
+    Shared(Arc<LiveCeiling>),
+    /// Each device has its own process-wide ceiling of this limit.
+    PerDevice(usize),
+}

@@ -1,0 +1,103 @@
+//! A lease's release against eviction, shutdown and the destroyer, and `release_after`'s
+//! completion against shutdown, under loom.
+
+use super::{ModelRuntime, Regression, STREAM, caught, key, model, pool, spawn};
+
+/// The main thread holds and uses a lease on plan A, the least recently used of two cached
+/// plans; another thread lowers the capacity to one, which evicts A, racing the main thread's
+/// last release of it. A is destroyed exactly once, never while its holder uses it (the
+/// runtime checks both), by the evictor (A was idle) or by the destroyer thread (A was
+/// retired, and the release handed it on); nothing is left once the pool is gone.
+#[test]
+fn eviction_racing_the_last_release_of_a_leased_plan() {
+    model(|| {
+        let rt = ModelRuntime::new(2);
+        let pool = std::sync::Arc::new(pool(&rt, 2));
+        let held = pool.acquire(&key(8)).expect("plan A");
+        let a = held.plan();
+        rt.using(a);
+        drop(pool.acquire(&key(16)).expect("plan B"));
+        let evictor = {
+            let pool = pool.clone();
+            spawn(move || pool.set_capacity(1).expect("a valid capacity"))
+        };
+        rt.done_with(a);
+        drop(held);
+        evictor.join().unwrap();
+        assert_eq!(pool.cached_plans().len(), 1);
+        assert!(pool.cached_plans()[0].desc == key(16).to_string(), "A, the LRU plan, was evicted");
+        drop(pool);
+        assert_eq!(rt.live(), 0);
+        assert_eq!((rt.creations(), rt.destroys()), (2, 2), "every plan destroyed once");
+    });
+}
+
+/// Shutdown (evict everything, then wait until nothing is retired, being made or being
+/// destroyed) racing the last release of a leased plan and the destroyer thread: when
+/// shutdown returns, the plan is destroyed in the runtime, not merely out of the set.
+fn shutdown_racing_the_last_release() {
+    model(|| {
+        let rt = ModelRuntime::new(1);
+        let pool = std::sync::Arc::new(pool(&rt, 1));
+        let held = pool.acquire(&key(8)).expect("plan A");
+        rt.using(held.plan());
+        let shutdown = {
+            let (pool, rt) = (pool.clone(), rt.clone());
+            spawn(move || {
+                let report = pool.shutdown();
+                assert!(!report.timed_out && report.still_leased.is_empty());
+                assert_eq!(rt.live(), 0, "shutdown returned with a live handle");
+            })
+        };
+        rt.done_with(held.plan());
+        drop(held);
+        shutdown.join().unwrap();
+    });
+}
+
+#[test]
+fn shutdown_waits_for_the_destroy_of_a_retired_plan() {
+    shutdown_racing_the_last_release();
+}
+
+/// Before the fix, the destroyer left the retired set before destroying, so shutdown could
+/// see nothing left and return while the destroy was still to come.
+#[test]
+fn the_old_destroyer_ordering_is_caught() {
+    let msg = caught(Regression::LeaveRetiredBeforeDestroy, shutdown_racing_the_last_release);
+    assert!(msg.contains("shutdown returned with a live handle"), "{msg}");
+}
+
+/// `release_after` (an event recorded behind the lease's work, the lease handed to the
+/// completion thread) racing shutdown, with the GPU finishing the work after it. Either the
+/// completion thread releases the lease when the event fires and shutdown waits for the
+/// plan's destroy, or `release_after` finds the pool shut down and hands the lease back (the
+/// caller synchronizes, then drops it). The plan is never destroyed under pending work (the
+/// runtime checks), shutdown returns with nothing alive, and no event leaks.
+#[test]
+fn release_after_completion_racing_shutdown() {
+    model(|| {
+        let rt = ModelRuntime::new(1);
+        let pool = std::sync::Arc::new(pool(&rt, 1));
+        let lease = pool.acquire(&key(8)).expect("plan A");
+        rt.enqueue_work(lease.plan());
+        let shutdown = {
+            let (pool, rt) = (pool.clone(), rt.clone());
+            spawn(move || {
+                let report = pool.shutdown();
+                assert!(!report.timed_out && report.still_leased.is_empty());
+                assert_eq!(rt.live(), 0, "shutdown returned with a live handle");
+            })
+        };
+        let handed = lease.release_after(STREAM);
+        rt.finish_gpu_work();
+        if let Err(e) = handed {
+            assert!(matches!(e.error, crate::error::Error::ShutDown), "{e:?}");
+            drop(e.lease);
+        }
+        shutdown.join().unwrap();
+        drop(pool);
+        assert_eq!(rt.live(), 0);
+        assert_eq!(rt.live_events(), 0, "every event made was destroyed");
+    });
+}

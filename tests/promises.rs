@@ -1,0 +1,207 @@
+//! The pool's promises under a runtime that misbehaves: an acquire returns within its
+//! timeout whatever the runtime does (a create or destroy that never returns marks the
+//! device stuck); a panic in the runtime leaves no slot, key or flight behind; a destroy
+//! that could not run keeps its handle counted until it is retried. Every count is checked
+//! against the simulated runtime's own, never the pool's bookkeeping alone.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+use hipfft_pool::{CreatedPlan, Decorator, Error, PlanDesc, PlanOptions, RawPlan, Result, Runtime};
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_create_that_never_returns_ends_the_miss_within_its_timeout_and_marks_the_device_stuck() {
+    // The seed's signature: past a dozen live plans, creation blocks for good.
+    let (sim, rt) = sim(SimConfig { block_above_live: Some(2), ..SimConfig::default() });
+    let timeout = Duration::from_millis(400);
+    let pool = pool(&rt, 8, 8, timeout);
+    let _a = pool.acquire(&c2c(8, 1)).unwrap();
+    let _b = pool.acquire(&c2c(16, 1)).unwrap();
+
+    let started = Instant::now();
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    let took = started.elapsed();
+    assert!(took < timeout + Duration::from_secs(1), "the miss took {took:?} (timeout {timeout:?})");
+    assert!(matches!(e, Error::CeilingTimeout { joined_creation: true, .. }), "{e}");
+    assert!(e.to_string().contains("hipfftMakePlanMany64 had not returned"), "{e}");
+    assert_eq!(sim.blocked_calls(), 1, "the creation is still inside the runtime");
+
+    // Every later miss on the device fails at once, naming the call and the plan.
+    let started = Instant::now();
+    let e = pool.acquire(&c2c(64, 1)).unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(100), "a miss on a stuck device waited {:?}", started.elapsed());
+    match &e {
+        Error::DeviceStuck { device: 0, call, desc, running } => {
+            assert_eq!(*call, "hipfftMakePlanMany64");
+            assert!(desc.contains("n=32"), "{desc}");
+            assert!(*running >= timeout);
+        }
+        other => panic!("expected DeviceStuck, got {other}"),
+    }
+    // Hits need no runtime call and still work.
+    assert!(pool.acquire(&c2c(8, 1)).is_ok());
+
+    // When the call returns, the worker destroys what it made and gives the slot back.
+    sim.unblock_all();
+    wait_until("the abandoned creation to be settled", Duration::from_secs(5), || {
+        pool.ceiling().live() == 2 && sim.live_handles() == 2
+    });
+    // The device is no longer stuck: a miss goes through (the sim blocks above 2 live, so
+    // make room first).
+    drop((_a, _b));
+    pool.trim();
+    assert_eq!(sim.live_handles(), 0);
+    assert!(pool.acquire(&c2c(64, 1)).is_ok());
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}
+
+#[test]
+fn a_destroy_that_never_returns_does_not_hold_the_miss_that_evicted() {
+    let (sim, rt) = sim(SimConfig { block_destroy: true, ..SimConfig::default() });
+    let timeout = Duration::from_millis(400);
+    let pool = pool(&rt, 1, 1, timeout);
+    drop(pool.acquire(&c2c(8, 1)).unwrap());
+
+    // The miss evicts the idle plan; its destroy blocks on the destroyer thread, not here.
+    let started = Instant::now();
+    let e = pool.acquire(&c2c(16, 1)).unwrap_err();
+    let took = started.elapsed();
+    assert!(took < timeout + Duration::from_secs(1), "the miss took {took:?}");
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "{e}");
+    assert_eq!(sim.blocked_calls(), 1, "the destroy runs on the destroyer thread");
+    assert_eq!(sim.live_handles(), 1, "the handle being destroyed is still alive");
+    assert_eq!(pool.ceiling().live(), 1, "and still counted");
+
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(matches!(&e, Error::DeviceStuck { call: "hipfftDestroy", .. }), "{e}");
+
+    sim.set_faults(SimConfig::default());
+    sim.unblock_all();
+    wait_until("the destroy to return", Duration::from_secs(5), || sim.live_handles() == 0 && pool.ceiling().live() == 0);
+    assert!(pool.acquire(&c2c(32, 1)).is_ok());
+}
+
+/// The sim, with plan creation or destroy made to panic, or `set_device` made to fail.
+struct Unruly {
+    sim: Arc<SimRuntime>,
+    panic_create: AtomicBool,
+    panic_destroy: AtomicUsize,
+    refuse_set_device: AtomicBool,
+}
+
+impl Unruly {
+    fn new(devices: i32) -> Arc<Unruly> {
+        Arc::new(Unruly {
+            sim: Arc::new(SimRuntime::new(SimConfig { devices, ..SimConfig::default() })),
+            panic_create: AtomicBool::new(false),
+            panic_destroy: AtomicUsize::new(0),
+            refuse_set_device: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Decorator for Unruly {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.sim
+    }
+    fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+        if self.panic_create.load(Ordering::SeqCst) {
+            panic!("injected panic in plan_create");
+        }
+        self.sim.plan_create(desc, options)
+    }
+    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        if self.panic_destroy.load(Ordering::SeqCst) > 0 {
+            self.panic_destroy.fetch_sub(1, Ordering::SeqCst);
+            panic!("injected panic in plan_destroy");
+        }
+        self.sim.plan_destroy(plan)
+    }
+    fn set_device(&self, device: i32) -> Result<()> {
+        if self.refuse_set_device.load(Ordering::SeqCst) {
+            return Err(Error::Unavailable(format!("injected: cannot make device {device} current")));
+        }
+        self.sim.set_device(device)
+    }
+}
+
+#[test]
+fn a_panic_in_plan_create_leaves_no_slot_key_or_flight_behind() {
+    let u = Unruly::new(1);
+    let rt: Arc<dyn Runtime> = u.clone();
+    let pool = pool(&rt, 2, 2, Duration::from_secs(5));
+    u.panic_create.store(true, Ordering::SeqCst);
+    let e = pool.acquire(&c2c(8, 1)).unwrap_err();
+    assert!(matches!(&e, Error::Internal(m) if m.contains("injected panic in plan_create")), "{e}");
+    assert_eq!(pool.ceiling().live(), 0, "the slot came back");
+    assert_eq!(pool.metrics().creating, 0);
+    // The key is not left `creating`: the next miss on it makes the plan at once, and does
+    // not wait out its timeout on a flight nobody finishes.
+    u.panic_create.store(false, Ordering::SeqCst);
+    let started = Instant::now();
+    let lease = pool.acquire(&c2c(8, 1)).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(u.sim.live_handles(), 1);
+    drop(lease);
+    let started = Instant::now();
+    let report = pool.shutdown();
+    assert!(!report.timed_out && started.elapsed() < Duration::from_secs(1), "{report:?}");
+    assert_eq!(u.sim.live_handles(), 0);
+}
+
+#[test]
+fn a_panic_on_the_destroyer_thread_is_reported_and_the_thread_keeps_serving() {
+    let u = Unruly::new(1);
+    let rt: Arc<dyn Runtime> = u.clone();
+    let pool = pool(&rt, 1, 3, Duration::from_secs(5));
+    drop(pool.acquire(&c2c(8, 1)).unwrap());
+    u.panic_destroy.store(1, Ordering::SeqCst);
+    // Over capacity: c2c(8) is evicted and its destroy, on the destroyer thread, panics.
+    drop(pool.acquire(&c2c(16, 1)).unwrap());
+    wait_until("the panicked destroy to be counted", Duration::from_secs(5), || pool.metrics().destroy_failures == 1);
+    assert_eq!(u.sim.live_handles(), 2, "the handle whose destroy panicked is still alive");
+    assert_eq!(pool.ceiling().live(), 2, "and still counted against the ceiling");
+    // The thread still serves: the next eviction's destroy runs.
+    let destroyed = u.sim.destroyed_total();
+    drop(pool.acquire(&c2c(32, 1)).unwrap());
+    wait_until("the next destroy", Duration::from_secs(5), || u.sim.destroyed_total() == destroyed + 1);
+    assert_eq!(u.sim.live_handles(), 2);
+    assert_eq!(pool.ceiling().live(), 2);
+}
+
+#[test]
+fn a_destroy_that_could_not_run_keeps_its_handle_counted_until_it_is_retried() {
+    let u = Unruly::new(2);
+    let rt: Arc<dyn Runtime> = u.clone();
+    let pool = pool(&rt, 1, 1, Duration::from_secs(5));
+    let on_device_1 = PlanDesc { device: 1, ..c2c(8, 1) };
+    drop(pool.acquire(&on_device_1).unwrap());
+    assert_eq!(u.sim.live_handles_on(1), 1);
+
+    // The eviction's destroy needs device 1 current; it cannot be made current.
+    u.refuse_set_device.store(true, Ordering::SeqCst);
+    drop(pool.acquire(&PlanDesc { device: 1, ..c2c(16, 1) }).err());
+    wait_until("the destroy attempt", Duration::from_secs(5), || pool.metrics().destroy_failures >= 1);
+    assert_eq!(u.sim.live_handles_on(1), 1, "the destroy did not run: the handle is alive");
+    assert_eq!(pool.ceiling_for(1).live(), 1, "so it still counts against the ceiling");
+
+    // Once the device can be made current again, the destroyer thread retries it.
+    u.refuse_set_device.store(false, Ordering::SeqCst);
+    wait_until("the retried destroy", Duration::from_secs(5), || {
+        u.sim.live_handles_on(1) == 0 && pool.ceiling_for(1).live() == 0
+    });
+    assert!(pool.acquire(&PlanDesc { device: 1, ..c2c(16, 1) }).is_ok());
+}
