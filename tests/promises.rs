@@ -113,7 +113,8 @@ impl Unruly {
     }
 }
 
-impl Decorator for Unruly {
+// SAFETY: every override returns the simulated runtime's own result, or an error, or panics.
+unsafe impl Decorator for Unruly {
     fn inner(&self) -> &dyn Runtime {
         &*self.sim
     }
@@ -123,12 +124,13 @@ impl Decorator for Unruly {
         }
         self.sim.plan_create(desc, options)
     }
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         if self.panic_destroy.load(Ordering::SeqCst) > 0 {
             self.panic_destroy.fetch_sub(1, Ordering::SeqCst);
             panic!("injected panic in plan_destroy");
         }
-        self.sim.plan_destroy(plan)
+        // SAFETY: the caller's contract, passed on to the wrapped runtime.
+        unsafe { self.sim.plan_destroy(plan) }
     }
     fn set_device(&self, device: i32) -> Result<()> {
         if self.refuse_set_device.load(Ordering::SeqCst) {

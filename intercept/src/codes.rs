@@ -76,6 +76,8 @@ impl Fail {
             // the resources for a plan.
             Error::CeilingTimeout { .. } => code::ALLOC_FAILED,
             Error::Unavailable(_) => code::SETUP_FAILED,
+            // A call on the device has not returned: no plan can be had there.
+            Error::DeviceStuck { .. } => code::ALLOC_FAILED,
             Error::ShutDown | Error::Internal(_) => code::INTERNAL_ERROR,
         };
         Fail::new(value, e.to_string())

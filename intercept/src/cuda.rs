@@ -331,6 +331,9 @@ unsafe impl Runtime for CudaBackend {
         let (mut oembed, ostride, odist) =
             layouts.map_or(([0; 3], 1, packed(&extents.output_dims)), |(_, l)| (l.embed, l.stride, l.dist));
         let embed = |e: &mut [i64; 3]| if layouts.is_some() { e.as_mut_ptr() } else { std::ptr::null_mut() };
+        // The pool may call from its own threads (creation on a worker, the destroyer): mark
+        // them inside, so the library's calls of its own exports come back to it.
+        let _inside = crate::entry::Inside::enter();
         self.relaxed(|| {
             let mut h: c_int = 0;
             // SAFETY: writes one handle.
@@ -383,6 +386,7 @@ unsafe impl Runtime for CudaBackend {
         direction: Direction,
     ) -> Result<()> {
         let h = handle(plan);
+        let _inside = crate::entry::Inside::enter();
         // SAFETY: a live handle of this library (the pool leases it to exactly one caller).
         Self::cufft("cufftSetStream", unsafe { (self.fft.set_stream)(h, stream(s)) })?;
         if let Some(w) = work_area {
@@ -405,6 +409,7 @@ unsafe impl Runtime for CudaBackend {
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        let _inside = crate::entry::Inside::enter();
         // SAFETY: a handle of this library with no lease out (the pool guarantees it).
         self.relaxed(|| Self::cufft("cufftDestroy", unsafe { (self.fft.destroy)(handle(plan)) }))
     }
