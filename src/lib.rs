@@ -46,7 +46,7 @@ pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;
 pub use runtime::sim::{SimConfig, SimRuntime};
 pub use runtime::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// The README's Rust example, compiled and run as a doctest so that it stays true.

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod hang;
 mod info;
+mod launch;
 mod legacy;
 mod plot;
 mod probe;
@@ -29,6 +30,9 @@ pub enum Command {
     Sweep(sweep::SweepArgs),
     /// Show the runtime found, its libraries and devices, and the effective configuration.
     Info(info::InfoArgs),
+    /// Run a program with its cuFFT (or hipFFT) plans served from the pool: preloads the
+    /// interposer, passes the exit status through, prints the pool's summary at exit.
+    Run(launch::RunArgs),
 }
 
 pub fn run(cli: Cli) -> hipfft_pool::Result<ExitCode> {
@@ -37,6 +41,7 @@ pub fn run(cli: Cli) -> hipfft_pool::Result<ExitCode> {
         Command::Probe(a) => probe::run(a),
         Command::Info(a) => info::run(a),
         Command::Sweep(a) => sweep::run(a),
+        Command::Run(a) => launch::run(a),
     }
 }
 

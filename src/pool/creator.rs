@@ -213,7 +213,7 @@ impl RuntimeCalls {
         let calls = lock(&self.calls);
         let oldest = calls.iter().min_by_key(|c| c.since)?;
         let running = oldest.since.elapsed();
-        (running >= limit).then(|| StuckCall { kind: oldest.kind, desc: oldest.desc, running })
+        (running >= limit).then_some(StuckCall { kind: oldest.kind, desc: oldest.desc, running })
     }
 }
 

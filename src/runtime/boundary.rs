@@ -5,6 +5,45 @@
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
 
+/// A host function and its argument, as `cudaLaunchHostFunc` / `hipLaunchHostFunc` take
+/// them: run on a runtime thread once the work enqueued before it has completed.
+#[derive(Clone, Copy, Debug)]
+pub struct HostCall {
+    f: unsafe extern "C" fn(*mut std::ffi::c_void),
+    data: *mut std::ffi::c_void,
+}
+
+// SAFETY: a HostCall is only made by `HostCall::new`, whose caller vouches that `f(data)` may
+// run on any thread.
+unsafe impl Send for HostCall {}
+// SAFETY: as for Send: the call may run on any thread, and it is only read.
+unsafe impl Sync for HostCall {}
+
+impl HostCall {
+    /// # Safety
+    /// `data` stays valid for every run of `f` (a captured call runs each time its graph
+    /// runs), `f(data)` may run on any thread, and `f` calls no GPU runtime function.
+    pub unsafe fn new(f: unsafe extern "C" fn(*mut std::ffi::c_void), data: *mut std::ffi::c_void) -> HostCall {
+        HostCall { f, data }
+    }
+
+    /// Runs the call once.
+    pub fn run(&self) {
+        // SAFETY: the contract of `new`.
+        unsafe { (self.f)(self.data) }
+    }
+
+    /// The function.
+    pub fn function(&self) -> unsafe extern "C" fn(*mut std::ffi::c_void) {
+        self.f
+    }
+
+    /// Its argument.
+    pub fn data(&self) -> *mut std::ffi::c_void {
+        self.data
+    }
+}
+
 /// A plan handle as the library gave it (pointer bits on AMD, the `int` on NVIDIA).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RawPlan(pub usize);
@@ -247,6 +286,30 @@ pub unsafe trait Runtime: Send + Sync + 'static {
     /// `dst` and `src` are device ranges of `bytes` bytes that stay allocated until the copy
     /// completes on `stream`, a live stream of this runtime.
     unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;
+
+    /// `hipStreamIsCapturing` / `cudaStreamIsCapturing`: whether work enqueued on `stream`
+    /// now is captured into a graph (and runs only when the graph is launched). An event
+    /// recorded during a capture proves nothing when queried, and no plan may be created or
+    /// destroyed while one is active. The default: a runtime without graphs, never.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this runtime (or the null stream).
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+        let _ = stream;
+        Ok(false)
+    }
+
+    /// `hipLaunchHostFunc` / `cudaLaunchHostFunc`: runs `call` once the work enqueued so far
+    /// on `stream` has completed; on a capturing stream it becomes a host node that runs each
+    /// time the graph runs. The default: unavailable.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this runtime (or the null stream); `call` keeps
+    /// [`HostCall::new`]'s contract.
+    unsafe fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
+        let _ = (stream, call);
+        Err(crate::error::Error::Unavailable("this runtime has no host functions".into()))
+    }
 }
 
 /// Runs `f` with `device` current, restoring the caller's device afterwards, so that a pool

@@ -146,6 +146,7 @@ pub mod hip_error {
     pub const hipErrorNotSupported: i32 = 801;
     pub const hipErrorStreamCaptureUnsupported: i32 = 900;
     pub const hipErrorStreamCaptureInvalidated: i32 = 901;
+    pub const hipErrorIllegalState: i32 = 401;
     pub const hipErrorUnknown: i32 = 999;
     pub const hipErrorRuntimeMemory: i32 = 1052;
     pub const hipErrorRuntimeOther: i32 = 1053;
@@ -199,6 +200,7 @@ const HIP_ERROR_NAMES: &[(i32, &CStr)] = &[
     (303, c"hipErrorSharedObjectInitFailed"),
     (304, c"hipErrorOperatingSystem"),
     (400, c"hipErrorInvalidResourceHandle"),
+    (401, c"hipErrorIllegalState"),
     (500, c"hipErrorNotFound"),
     (600, c"hipErrorNotReady"),
     (700, c"hipErrorIllegalAddress"),

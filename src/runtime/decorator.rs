@@ -5,7 +5,7 @@
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
-use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
 
 /// One list of the trait's calls makes both the forwarding defaults and the blanket impl,
 /// so a call added to `Runtime` and not here fails to compile. The `unsafe` list holds the
@@ -103,5 +103,7 @@ decorator! {
         fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Result<()>;
         fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Result<()>;
         fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;
+        fn stream_is_capturing(&self, stream: RawStream) -> Result<bool>;
+        fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()>;
     }
 }

@@ -32,5 +32,5 @@ pub mod select;
 pub mod sim;
 
 pub use boundary::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind, with_device,
+    CreatedPlan, HostCall, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind, with_device,
 };

@@ -154,6 +154,24 @@ impl SimRuntime {
         let latency = self.config.read().exec_latency;
         let direction = a.direction;
         let cache = self.fft.clone();
+        if stream.is_capturing() {
+            // A node of the graph: it runs at each launch, and a launch after the plan was
+            // destroyed is the misuse the pool must never allow.
+            let log = self.log.clone();
+            let raw = a.plan;
+            let node_plan = plan.clone();
+            let node: super::stream::Node = Arc::new(move || {
+                if node_plan.is_destroyed() {
+                    log.record(format!("a graph ran a captured transform of plan {:#x}, destroyed after the capture", raw.0));
+                    return;
+                }
+                node_plan.pending.begin();
+                let done = Finish(node_plan.clone());
+                std::thread::sleep(latency);
+                fft::execute(&done.0.desc, direction, bufs, &cache);
+            });
+            return stream.capture_node(node).map_err(|_| fft_err(call, code::EXEC_FAILED));
+        }
         plan.pending.begin();
         let done = Finish(plan);
         let queued = stream.enqueue(Box::new(move || {

@@ -105,6 +105,11 @@ impl SimRuntime {
         self.copy_range(CALL, dst, bytes, "destination")?;
         self.copy_range(CALL, src, bytes, "source")?;
         let (d, from) = (dst.0, src.0);
+        if s.is_capturing() {
+            // SAFETY: both ranges checked above; the copy runs in stream order at each launch.
+            let node: super::stream::Node = std::sync::Arc::new(move || unsafe { std::ptr::copy(from as *const u8, d as *mut u8, bytes) });
+            return s.capture_node(node).map_err(|_| hip_err(CALL, hip::hipErrorInvalidResourceHandle));
+        }
         // SAFETY: both ranges checked above; the copy runs in stream order.
         let job = Box::new(move || unsafe { std::ptr::copy(from as *const u8, d as *mut u8, bytes) });
         s.enqueue(job).map(drop).ok_or_else(|| hip_err(CALL, hip::hipErrorInvalidResourceHandle))
@@ -115,7 +120,15 @@ impl SimRuntime {
     }
 
     pub(super) fn hip_stream_synchronize(&self, stream: RawStream) -> Result<()> {
-        self.stream("hipStreamSynchronize", stream)?.synchronize();
+        let s = self.stream("hipStreamSynchronize", stream)?;
+        if s.is_capturing() {
+            return Err(self.hip_misuse(
+                "hipStreamSynchronize",
+                hip::hipErrorStreamCaptureUnsupported,
+                format!("synchronize of stream {:#x} while it is capturing a graph", stream.0),
+            ));
+        }
+        s.synchronize();
         Ok(())
     }
 
@@ -146,6 +159,12 @@ impl SimRuntime {
         let s = self.stream(CALL, stream)?;
         if self.faults.event.hit(self.config.read().fail_event_every) {
             return Err(hip_err(CALL, hip::hipErrorInvalidValue));
+        }
+        if s.is_capturing() {
+            // Recorded into the capture, the event proves nothing when queried: its state is
+            // left as it was, as on a GPU.
+            self.log.record(format!("event {:#x} recorded on stream {:#x} while it is capturing a graph", event.0, stream.0));
+            return Ok(());
         }
         let mark = s.marker().ok_or_else(|| hip_err(CALL, hip::hipErrorInvalidResourceHandle))?;
         if !self.events.record(event, mark) {

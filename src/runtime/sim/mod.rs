@@ -31,7 +31,7 @@ pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, parse_en
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
-use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
 
 /// Distinguishes runtimes in the per-thread current-device table.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -155,6 +155,61 @@ impl SimRuntime {
     fn current(&self) -> i32 {
         device::current(self.id)
     }
+
+    /// `hipStreamBeginCapture`: from now on, transforms, copies and host functions enqueued
+    /// on `stream` are captured into a graph instead of run.
+    pub fn begin_capture(&self, stream: RawStream) -> Result<()> {
+        const CALL: &str = "hipStreamBeginCapture";
+        let s = self.capture_stream(CALL, stream)?;
+        if !s.begin_capture() {
+            return Err(codes::hip_err(CALL, hip_error::hipErrorIllegalState));
+        }
+        Ok(())
+    }
+
+    /// `hipStreamEndCapture`: the graph of what was captured since `begin_capture`.
+    pub fn end_capture(&self, stream: RawStream) -> Result<SimGraph> {
+        const CALL: &str = "hipStreamEndCapture";
+        let s = self.capture_stream(CALL, stream)?;
+        let nodes = s.end_capture().ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorIllegalState))?;
+        Ok(SimGraph { nodes })
+    }
+
+    /// `hipGraphLaunch`: enqueues the graph's nodes, in capture order, on `stream`. A graph
+    /// may be launched any number of times.
+    pub fn graph_launch(&self, graph: &SimGraph, stream: RawStream) -> Result<()> {
+        const CALL: &str = "hipGraphLaunch";
+        let s = self.capture_stream(CALL, stream)?;
+        for node in &graph.nodes {
+            let node = node.clone();
+            s.enqueue(Box::new(move || node())).ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle))?;
+        }
+        Ok(())
+    }
+
+    fn capture_stream(&self, call: &'static str, stream: RawStream) -> Result<std::sync::Arc<stream::Stream>> {
+        match self.streams.resolve(stream, self.current()) {
+            Ok(Some(s)) => Ok(s),
+            _ => Err(codes::hip_err(call, hip_error::hipErrorInvalidResourceHandle)),
+        }
+    }
+}
+
+/// A captured graph of the simulated runtime (`SimRuntime::end_capture`).
+pub struct SimGraph {
+    nodes: Vec<stream::Node>,
+}
+
+impl SimGraph {
+    /// Nodes captured (transforms, copies, host functions).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether nothing was captured.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
 }
 
 impl Drop for SimRuntime {
@@ -257,5 +312,22 @@ unsafe impl Runtime for SimRuntime {
     }
     unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()> {
         self.hip_memcpy_dtod_async(dst, src, bytes, stream)
+    }
+
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+        Ok(self.capture_stream("hipStreamIsCapturing", stream)?.is_capturing())
+    }
+
+    unsafe fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
+        const CALL: &str = "hipLaunchHostFunc";
+        let s = self.capture_stream(CALL, stream)?;
+        let node: stream::Node = std::sync::Arc::new(move || call.run());
+        match s.capture_node(node) {
+            Ok(()) => Ok(()),
+            Err(node) => {
+                s.enqueue(Box::new(move || node())).ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle))?;
+                Ok(())
+            }
+        }
     }
 }

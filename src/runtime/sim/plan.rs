@@ -60,6 +60,13 @@ pub(crate) struct PlanRecord {
     destroying: AtomicBool,
 }
 
+impl PlanRecord {
+    /// Whether a destroy of this plan began (a captured graph that runs it then is a misuse).
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.destroying.load(Ordering::SeqCst)
+    }
+}
+
 /// What a handle value names.
 pub(crate) enum Lookup {
     Live(Arc<PlanRecord>),
@@ -181,6 +188,10 @@ impl SimRuntime {
             self.log.record(format!("plan_create for device {} with device {current} current", desc.device));
             return Err(fft_err(CALL, fft::INVALID_DEVICE));
         }
+        if self.streams.any_capturing(current) {
+            // hipMalloc inside hipfftMakePlan* would break (or join) the capture.
+            self.log.record(format!("plan created for {desc} while a stream of device {current} is capturing a graph"));
+        }
         let config = self.config();
         // hipfftCreate: the handle is alive from here on.
         let live = self.plans.reserve();
@@ -233,6 +244,9 @@ impl SimRuntime {
         let current = self.current();
         if current != plan.device {
             self.log.record(format!("destroy of plan {:#x} (device {}) with device {current} current", raw.0, plan.device));
+        }
+        if self.streams.any_capturing(plan.device) {
+            self.log.record(format!("plan {:#x} destroyed while a stream of device {} is capturing a graph", raw.0, plan.device));
         }
         let pending = plan.pending.get();
         if pending > 0 {

@@ -17,6 +17,9 @@ use crate::runtime::boundary::RawStream;
 /// Work a stream runs.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// One node of a captured graph: runs each time the graph is launched.
+pub(crate) type Node = Arc<dyn Fn() + Send + Sync + 'static>;
+
 struct Progress {
     /// `None` once the stream is destroyed: nothing more may be enqueued.
     tx: Option<Sender<Job>>,
@@ -61,6 +64,8 @@ impl Mark {
 
 pub(crate) struct Stream {
     pub device: i32,
+    /// The nodes captured so far while a capture is active (`hipStreamBeginCapture`).
+    capture: Mutex<Option<Vec<Node>>>,
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
@@ -83,7 +88,7 @@ impl Stream {
                 worker_shared.moved.notify_all();
             }
         })?;
-        Ok(Arc::new(Stream { device, shared, worker: Mutex::new(Some(handle)) }))
+        Ok(Arc::new(Stream { device, capture: Mutex::new(None), shared, worker: Mutex::new(Some(handle)) }))
     }
 
     /// Queues `job`; `None` if the stream was destroyed meanwhile.
@@ -93,6 +98,37 @@ impl Stream {
         p.tx.as_ref()?.send(job).ok()?;
         p.submitted += 1;
         Some(Mark { shared: self.shared.clone(), ticket: p.submitted })
+    }
+
+    /// Whether a capture is active on this stream.
+    pub(crate) fn is_capturing(&self) -> bool {
+        self.capture.lock().is_some()
+    }
+
+    /// Starts a capture; `false` if one is active already.
+    pub(crate) fn begin_capture(&self) -> bool {
+        let mut c = self.capture.lock();
+        if c.is_some() {
+            return false;
+        }
+        *c = Some(Vec::new());
+        true
+    }
+
+    /// Ends the capture, returning its nodes; `None` if none was active.
+    pub(crate) fn end_capture(&self) -> Option<Vec<Node>> {
+        self.capture.lock().take()
+    }
+
+    /// Appends `node` to the active capture; gives it back when none is active.
+    pub(crate) fn capture_node(&self, node: Node) -> Result<(), Node> {
+        match self.capture.lock().as_mut() {
+            Some(nodes) => {
+                nodes.push(node);
+                Ok(())
+            }
+            None => Err(node),
+        }
     }
 
     /// A marker job: what `hipEventRecord` puts in the queue.
@@ -175,6 +211,11 @@ impl Streams {
             self.created.lock().values().filter(|s| device.is_none_or(|d| s.device == d)).cloned().collect();
         out.extend(self.null.lock().iter().flatten().filter(|s| device.is_none_or(|d| s.device == d)).cloned());
         out
+    }
+
+    /// Whether any stream of `device` is capturing.
+    pub(crate) fn any_capturing(&self, device: i32) -> bool {
+        self.of_device(Some(device)).iter().any(|s| s.is_capturing())
     }
 
     /// Streams created and not destroyed (null streams not counted).

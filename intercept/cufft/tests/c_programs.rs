@@ -1,0 +1,236 @@
+//! `libhipfft_pool_cufft.so` from the outside: C programs written against the cuFFT API
+//! (`intercept/tests/c/fft_sim.c`, declaring the prototypes they use) linked to the
+//! interposer and run on the simulated runtime, which counts every real handle itself.
+
+#[path = "../../tests/common/harness.rs"]
+mod harness;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use harness::*;
+
+const LIB: &str = "hipfft_pool_cufft";
+
+fn program() -> &'static PathBuf {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let exe = work_dir("cufft_c").join("fft_sim_cufft");
+        compile(&exe, &["fft_sim.c"], &[], &[&library_dir(LIB, "hipfft-pool-cufft")], &[LIB]);
+        exe
+    })
+}
+
+fn sim(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env = vec![("HIPFFT_POOL_RUNTIME", "sim")];
+    env.extend_from_slice(extra);
+    env
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn every_typed_exec_and_the_xt_calls_match_a_dft() {
+    let o = run(program(), &["numerics"], &sim(&[]), true);
+    let s = stdout(&o);
+    for t in ["C2C", "R2C", "C2R", "Z2Z", "D2Z", "Z2D"] {
+        for how in ["Plan1d", "Plan2d", "Plan3d", "MakePlanMany64", "PlanMany"] {
+            assert!(s.contains(&format!("ok {t} {how}")), "no {t} {how} line:\n{s}");
+        }
+        assert!(s.contains(&format!("ok Xt {t}")), "no Xt {t} line:\n{s}");
+    }
+    assert!(!s.contains("FAIL"), "{s}");
+}
+
+#[test]
+fn a_hundred_and_twenty_eight_handles_keep_at_most_the_ceiling_alive() {
+    let dir = work_dir("cufft_handles");
+    let at_exit = dir.join("exit.json");
+    let during = dir.join("during.json");
+    let env = [
+        ("HIPFFT_POOL_RUNTIME", "sim"),
+        ("HIPFFT_POOL_LIVE_CEILING", "4"),
+        ("HIPFFT_POOL_CAPACITY", "4"),
+        ("HIPFFT_POOL_METRICS_OUT", at_exit.to_str().unwrap()),
+    ];
+    run(program(), &["handles", "128", "3", during.to_str().unwrap()], &env, true);
+    for m in [metrics(&during), metrics(&at_exit)] {
+        // The ground truth: the simulated runtime's own count of live handles.
+        let sim_peak = get(&m, "sim_peak_live_handles");
+        assert!((1..=4).contains(&sim_peak), "the sim saw {sim_peak} handles alive at once under a ceiling of 4: {m}");
+        assert!(get(&m, "peak_live") <= 4, "{m}");
+        assert_eq!(get(&m, "ceiling"), 4, "{m}");
+        assert_eq!(get(&m, "virtual_handles_peak"), 128, "{m}");
+        // 128 distinct shapes in three rounds through 4 slots: plans were evicted and remade.
+        assert!(get(&m, "creations") >= 3 * 128, "{m}");
+        assert!(get(&m, "destroys") >= 3 * 128 - 4, "{m}");
+        assert!(get(&m, "execs") >= 3 * 128, "{m}");
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "the sim recorded misuse: {m}");
+    }
+    let m = metrics(&at_exit);
+    assert_eq!(get(&m, "virtual_handles_live"), 0, "{m}");
+    assert!(get(&m, "live_at_exit") <= 4, "{m}");
+    for key in ["hits", "misses", "capacity", "virtual_handles_live"] {
+        assert!(m.get(key).is_some(), "no {key}: {m}");
+    }
+}
+
+#[test]
+fn handles_used_from_eight_threads_on_their_own_streams() {
+    let dir = work_dir("cufft_threads");
+    let out = dir.join("m.json");
+    let env = [
+        ("HIPFFT_POOL_RUNTIME", "sim"),
+        ("HIPFFT_POOL_LIVE_CEILING", "6"),
+        ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+    ];
+    let o = run(program(), &["threads", "8"], &env, true);
+    assert!(stdout(&o).contains("ok 8 threads"), "{}", show(&o));
+    let m = metrics(&out);
+    assert!(get(&m, "sim_peak_live_handles") <= 6, "{m}");
+    assert!(get(&m, "execs") >= 8 * 16 * 4, "{m}");
+    assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{m}");
+}
+
+#[test]
+fn bad_arguments_give_cufft_codes_with_messages() {
+    let o = run(program(), &["errors"], &sim(&[]), true);
+    let s = stdout(&o);
+    for what in [
+        "zero length -> 8",
+        "exec on a destroyed handle -> 1",
+        "C2C exec on an R2C plan -> 4",
+        "null work area, auto-allocation off -> 13",
+        "callback -> 16",
+        "unknown type -> 3",
+    ] {
+        assert!(s.contains(&format!("ok {what}")), "no \"ok {what}\":\n{s}");
+    }
+    // The messages name the cuFFT code and the field.
+    assert!(s.contains("CUFFT_INVALID_SIZE (8)") && s.contains("`n[0]` = 0"), "{s}");
+    // Each failure is logged to stderr once (no subscriber in a C program).
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("hipfft-pool interposer: cufftPlan1d returned CUFFT_INVALID_SIZE"), "{e}");
+}
+
+#[test]
+fn the_work_size_at_plan_time_is_the_real_one() {
+    let o = run(program(), &["worksizes"], &sim(&[]), true);
+    assert!(stdout(&o).contains("ok work size 4800"), "{}", show(&o));
+}
+
+#[test]
+fn only_cufft_names_and_hfp_intercept_are_exported() {
+    let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
+    let names = exported(&lib);
+    let stray: Vec<_> = names.iter().filter(|n| !n.starts_with("cufft") && !n.starts_with("hfp_intercept_")).collect();
+    assert!(stray.is_empty(), "{} exports names beyond cufft* and hfp_intercept_*: {stray:?}", lib.display());
+    for want in [
+        "cufftCreate", "cufftDestroy", "cufftPlan1d", "cufftPlan2d", "cufftPlan3d", "cufftPlanMany",
+        "cufftMakePlan1d", "cufftMakePlan2d", "cufftMakePlan3d", "cufftMakePlanMany", "cufftMakePlanMany64",
+        "cufftGetSize", "cufftGetSize1d", "cufftGetSize2d", "cufftGetSize3d", "cufftGetSizeMany", "cufftGetSizeMany64",
+        "cufftSetAutoAllocation", "cufftSetWorkArea", "cufftSetStream", "cufftExecC2C", "cufftExecR2C", "cufftExecC2R",
+        "cufftExecZ2Z", "cufftExecD2Z", "cufftExecZ2D", "cufftXtMakePlanMany", "cufftXtExec", "cufftGetVersion",
+        "cufftGetProperty", "hfp_intercept_synchronize",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} is not exported: {names:?}");
+    }
+}
+
+/// The CUDA path without a GPU: a stand-in libcufft.so.12 and libcudart.so.13 (tests/c/stub/)
+/// linked by a "framework extension" that is loaded `RTLD_LOCAL`, as Python loads one, with
+/// the interposer preloaded and no `HIPFFT_POOL_RUNTIME`. The interposer must find the
+/// mapped library (not in the global scope), bind the pool's runtime to it, let the
+/// library's own nested call of an exported name reach the library, and hold a captured
+/// execution's plan until the "graph" ran.
+#[test]
+fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
+    let dir = work_dir("cufft_cuda_mode");
+    let shared = |out: &str, src: &str, soname: &str, link: &[&str]| {
+        let mut c = cc();
+        c.args(["-shared", "-fPIC", "-O1", "-o"]).arg(dir.join(out)).arg(c_dir().join("stub").join(src));
+        c.arg(format!("-Wl,-soname,{soname}")).arg(format!("-L{}", dir.display())).arg(format!("-Wl,-rpath,{}", dir.display()));
+        c.args(link);
+        let o = c.output().expect("cc");
+        assert!(o.status.success(), "{}", show(&o));
+    };
+    shared("libcufft.so.12", "stub_cufft.c", "libcufft.so.12", &[]);
+    shared("libcudart.so.13", "stub_cudart.c", "libcudart.so.13", &[]);
+    shared("libplugin.so", "plugin.c", "libplugin.so", &["-l:libcufft.so.12", "-l:libcudart.so.13"]);
+    let exe = dir.join("cuda_mode");
+    compile(&exe, &["cuda_mode.c"], &[], &[], &[]);
+    let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
+    let (mid, end) = (dir.join("mid.json"), dir.join("end.json"));
+    let env = [
+        ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("HIPFFT_POOL_METRICS_OUT", end.to_str().unwrap()),
+        ("HIPFFT_POOL_LIVE_CEILING", "4"),
+        ("HIPFFT_POOL_CAPTURE", "release-on-run"),
+    ];
+    let plugin = dir.join("libplugin.so");
+    // Pinned (the default policy while few handles are pinned): no host node, the handle
+    // holds the plan until it is destroyed.
+    let pinned_end = dir.join("pinned.json");
+    let pinned_env = [
+        ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("HIPFFT_POOL_METRICS_OUT", pinned_end.to_str().unwrap()),
+        ("HIPFFT_POOL_LIVE_CEILING", "4"),
+        ("STUB_EXPECT_NODES", "0"),
+    ];
+    let o = run(&exe, &[plugin.to_str().unwrap()], &pinned_env, true);
+    assert!(stdout(&o).contains("ok cuda mode"), "{}", show(&o));
+    let m = metrics(&pinned_end);
+    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_execs"), get(&m, "captured_released")), (Some("auto"), 2, 0), "{m}");
+    assert_eq!(get(&m, "capture_pinned_handles"), 0, "destroying the handle released its pin: {m}");
+    // Released on the graph's run: a host node.
+    let o = run(&exe, &[plugin.to_str().unwrap(), mid.to_str().unwrap()], &env, true);
+    let s = stdout(&o);
+    assert!(s.contains("ok cuda mode"), "{}", show(&o));
+    let m = metrics(&end);
+    assert!(m["library"].as_str().unwrap().ends_with("libcufft.so.12"), "{m}");
+    assert_eq!(m["runtime"], "cuda", "{m}");
+    assert_eq!(get(&m, "creations"), 2, "eight handles of one descriptor share one real plan (and one more descriptor): {m}");
+    assert_eq!(get(&m, "virtual_handles_peak"), 9, "{m}");
+    assert_eq!(get(&m, "captured_execs"), 2, "{m}");
+    assert_eq!(get(&m, "captured_released"), 2, "{m}");
+    assert_eq!(get(&m, "capture_misses"), 1, "{m}");
+    // Before the graph ran, the captured execution still held its plan.
+    let mid = metrics(&mid);
+    assert!(get(&mid, "in_flight") >= 1, "{mid}");
+    assert_eq!(get(&mid, "captured_released"), 0, "{mid}");
+}
+
+/// Executions captured into graphs on the simulated runtime's capture model, under each
+/// capture policy and a ceiling of 4: every captured transform gives the right numbers at
+/// each launch, a plan not prepared before the capture is refused, and the sim records no
+/// misuse (no plan made or destroyed and no event recorded inside a capture, no graph run
+/// on a destroyed plan).
+#[test]
+fn captured_executions_hold_their_plans_until_the_graph_ran() {
+    for policy in ["auto", "release-on-run", "pin"] {
+        let dir = work_dir(&format!("{LIB}_capture_{policy}"));
+        let out = dir.join("m.json");
+        let env = [
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_LIVE_CEILING", "4"),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
+            ("HIPFFT_POOL_CAPTURE", policy),
+            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+        ];
+        let o = run(program(), &["capture", "16"], &env, true);
+        assert!(stdout(&o).contains("ok 16 captured handles"), "{policy}: {}", show(&o));
+        let m = metrics(&out);
+        assert!(get(&m, "sim_peak_live_handles") <= 4, "{policy}: {m}");
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
+        assert_eq!(get(&m, "captured_execs"), 17, "{policy}: {m}");
+        assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
+        let released = get(&m, "captured_released");
+        match policy {
+            "release-on-run" => assert_eq!(released, 17, "{m}"),
+            "pin" => assert_eq!(released, 0, "{m}"),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Executions enqueued on a stream that is being captured into a graph.
+//!
+//! A captured `cufftExec*` does not run when it is called: it runs when the graph is launched,
+//! perhaps much later. An event recorded during the capture proves nothing when it is queried,
+//! so the pool's `release_after` cannot be used. Two policies (`HIPFFT_POOL_CAPTURE`):
+//!
+//! - `release-on-run` (the default): the lease travels in a host node added to the capture
+//!   right after the transform (`cudaLaunchHostFunc` on the capturing stream). The first run
+//!   of that node, which follows the transform's run in the graph, releases it. Right for
+//!   frameworks that launch each captured graph once (MLX rebuilds and relaunches its graphs,
+//!   and keeps its own plan alive only until that launch completed). A graph launched again
+//!   after its first run would use a plan the pool may have destroyed: use `pin` for those.
+//! - `pin`: the virtual handle keeps the lease of every captured execution until the handle
+//!   is destroyed, as the real plan would have lived natively (one lease per distinct real
+//!   plan: later executions on the same plan add none). Safe for graphs replayed any number
+//!   of times, at the cost of one live plan per captured handle, and free of the host node's
+//!   cost (a host node in a graph is a GPU-to-CPU round trip, several microseconds).
+//! - `auto`: `pin` while fewer handles than half the ceiling (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`)
+//!   hold pinned plans, `release-on-run` beyond: a framework whose captured working set fits
+//!   runs without host nodes, and one with more handles than the ceiling still cannot exhaust it.
+//!
+//! In both, no plan is created inside a capture (its `cudaMalloc` would break it): the
+//! interposer prepares the real plan when the stream is set, outside the capture, and a
+//! captured execution whose plan is not at hand fails with the library's error code.
+
+use std::ffi::c_void;
+
+use hipfft_pool::Lease;
+use parking_lot::Mutex;
+
+/// How captured executions hold their plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapturePolicy {
+    /// Pin while fewer than the pin limit of handles hold pinned plans, else release on run.
+    Auto,
+    ReleaseOnRun,
+    Pin,
+}
+
+impl CapturePolicy {
+    /// `HIPFFT_POOL_CAPTURE`: `auto` (default), `release-on-run` or `pin`; another value
+    /// keeps the default with a warning.
+    pub fn from_env() -> (CapturePolicy, Option<String>) {
+        match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
+            None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
+            Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
+            Some("pin") => (CapturePolicy::Pin, None),
+            Some(other) => (
+                CapturePolicy::Auto,
+                Some(format!("HIPFFT_POOL_CAPTURE={other:?} ignored (expected auto, release-on-run or pin); keeping auto")),
+            ),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CapturePolicy::Auto => "auto",
+            CapturePolicy::ReleaseOnRun => "release-on-run",
+            CapturePolicy::Pin => "pin",
+        }
+    }
+}
+
+/// The lease of one captured execution, released by the first run of its host node.
+///
+/// The host node may run any number of times (a graph can be relaunched), so the record is
+/// never freed: each captured execution leaves one such record (a few dozen bytes) for the
+/// life of the process. Only its first run releases; later runs are counted.
+pub struct CapturedUse {
+    lease: Mutex<Option<Lease>>,
+}
+
+impl CapturedUse {
+    /// A record owning `lease`, as the host function's `data` pointer (leaked on purpose).
+    pub fn leak(lease: Lease) -> *mut c_void {
+        Box::into_raw(Box::new(CapturedUse { lease: Mutex::new(Some(lease)) })) as *mut c_void
+    }
+
+    /// Takes the lease back from a record whose host node was never enqueued.
+    ///
+    /// # Safety
+    /// `data` came from [`CapturedUse::leak`] and no host node refers to it.
+    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
+        // SAFETY: the caller's contract: the box is ours alone again.
+        let record = unsafe { Box::from_raw(data as *mut CapturedUse) };
+        record.lease.lock().take()
+    }
+}
+
+/// The host node: releases the lease on its first run. Never calls the GPU runtime (a lease
+/// release is an atomic decrement and at most a channel send).
+///
+/// # Safety
+/// `data` came from [`CapturedUse::leak`].
+pub unsafe extern "C" fn release_captured(data: *mut c_void) {
+    // A panic must not unwind into the runtime's callback thread.
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: records are never freed once a host node refers to them.
+        let record = unsafe { &*(data as *const CapturedUse) };
+        match record.lease.lock().take() {
+            Some(lease) => {
+                drop(lease);
+                crate::engine::count_captured_release();
+            }
+            None => crate::engine::count_captured_rerun(),
+        }
+    });
+}

@@ -1,0 +1,916 @@
+//! The interposer's state: the pool, the virtual handles, and every call's meaning.
+//!
+//! A framework's handle is *virtual*: a descriptor plus the settings the framework gave it
+//! (stream, work area, auto-allocation). It owns no library plan. Each execution leases the
+//! real plan for its descriptor from the pool (made on a miss, shared by every handle with
+//! that descriptor), runs it with the handle's settings, and hands the lease to the pool's
+//! `release_after(stream)`, so it is released when the GPU has finished. A framework holding
+//! 128 handles thus keeps at most the pool's ceiling alive; a handle whose plan was evicted
+//! gets one back on its next execution.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use hipfft_pool::runtime::with_device;
+use hipfft_pool::MetricsServer;
+use hipfft_pool::SimRuntime;
+use hipfft_pool::{
+    DevicePtr, Direction, Layout, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, ReleaseAfterError, Runtime,
+    RuntimeChoice, TransformType,
+};
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::arena::{Arena, Block};
+use crate::capture::{CapturePolicy, CapturedUse, release_captured};
+use crate::codes::{Fail, Flavor, code};
+
+/// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
+/// virtual handle that reaches the real library by mistake is refused there, never taken
+/// for one of its plans.
+const CUFFT_HANDLE_BASE: u64 = 0x4000_0000;
+/// First hipFFT handle value (a pointer-looking value that is never dereferenced).
+const HIPFFT_HANDLE_BASE: u64 = 0x4850_0000_0000;
+
+static FLAVOR: OnceLock<Flavor> = OnceLock::new();
+static FAILURES: AtomicU64 = AtomicU64::new(0);
+static CAPTURED_RELEASED: AtomicU64 = AtomicU64::new(0);
+static CAPTURED_RERUNS: AtomicU64 = AtomicU64::new(0);
+
+/// The flavor of the library this process loaded, once any call was made.
+pub fn flavor() -> Option<Flavor> {
+    FLAVOR.get().copied()
+}
+
+/// Whether the interposer runs on the simulated runtime (`HIPFFT_POOL_RUNTIME=sim`).
+pub fn is_sim() -> bool {
+    static SIM: OnceLock<bool> = OnceLock::new();
+    *SIM.get_or_init(|| std::env::var("HIPFFT_POOL_RUNTIME").is_ok_and(|v| v.trim() == "sim"))
+}
+
+pub(crate) fn count_failure() {
+    FAILURES.fetch_add(1, Ordering::Relaxed);
+}
+pub(crate) fn count_captured_release() {
+    CAPTURED_RELEASED.fetch_add(1, Ordering::Relaxed);
+}
+pub(crate) fn count_captured_rerun() {
+    CAPTURED_RERUNS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// An advanced layout: `(inembed, istride, idist, onembed, ostride, odist)`.
+pub type LayoutArgs = (Vec<i64>, i64, i64, Vec<i64>, i64, i64);
+
+/// What a plan call asks for, in the library's terms (`cufftMakePlanMany64`'s arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRequest {
+    pub transform: TransformType,
+    pub n: Vec<i64>,
+    /// `(inembed, istride, idist, onembed, ostride, odist)`: both embeds, or neither. cuFFT
+    /// and hipFFT take the advanced layout only when both are given, and ignore the strides
+    /// and distances otherwise.
+    pub layout: Option<LayoutArgs>,
+    pub batch: i64,
+}
+
+impl PlanRequest {
+    /// A packed transform (`cufftPlan1d`, `cufftMakePlan2d`, ...). `transform` is the
+    /// library's type value.
+    pub fn basic(transform: i32, n: &[i64], batch: i64) -> Result<PlanRequest, Fail> {
+        Ok(PlanRequest { transform: TransformType::from_raw(transform)?, n: n.to_vec(), batch, layout: None })
+    }
+
+    /// The advanced layout (`cufftPlanMany`, `cufftMakePlanMany64`, ...).
+    ///
+    /// # Safety
+    /// `n` is null or holds `rank` values; each embed is null or holds `rank` values.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn many<T: Copy + Into<i64>>(
+        transform: TransformType,
+        rank: i32,
+        n: *const T,
+        inembed: *const T,
+        istride: i64,
+        idist: i64,
+        onembed: *const T,
+        ostride: i64,
+        odist: i64,
+        batch: i64,
+    ) -> Result<PlanRequest, Fail> {
+        if !(1..=3).contains(&rank) {
+            return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {rank} is outside 1..=3")));
+        }
+        let r = rank as usize;
+        // SAFETY: the caller's contract, for each array.
+        let n = unsafe { crate::read_array(n, r, "n") }?.ok_or_else(|| Fail::invalid("n", "null pointer"))?;
+        // SAFETY: as above.
+        let (ie, oe) = unsafe { (crate::read_array(inembed, r, "inembed")?, crate::read_array(onembed, r, "onembed")?) };
+        let layout = match (ie, oe) {
+            (Some(ie), Some(oe)) => Some((ie, istride, idist, oe, ostride, odist)),
+            _ => None,
+        };
+        Ok(PlanRequest { transform, n, layout, batch })
+    }
+}
+
+/// Which exec entry point was called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecKind {
+    /// `cufftExecC2C` and the others: the plan must be of this type.
+    Typed(TransformType),
+    /// `cufftXtExec`: whatever the plan is.
+    Xt,
+}
+
+/// The settings a framework gave one handle.
+struct Settings {
+    desc: Option<PlanDesc>,
+    work_size: usize,
+    stream: RawStream,
+    stream_registered: bool,
+    work_area: Option<DevicePtr>,
+    auto_allocation: bool,
+    /// A lease taken when the stream or work area was set, outside any capture, for the
+    /// next execution (see `prepare`).
+    prepared: Option<Lease>,
+    /// Leases of captured executions that are pinned to the handle (see `capture`).
+    pinned: Vec<Lease>,
+    /// The lease of the handle's last (uncaptured) execution, kept for its next one on the
+    /// same stream: a framework executing a handle again pays no acquire and no event. It
+    /// goes back (`release_after` its stream) when the stream changes, the handle is
+    /// destroyed, or the pool's flush hook asks (a miss found the ceiling full).
+    sticky: Option<Lease>,
+    sticky_stream: RawStream,
+    last_stream: RawStream,
+    /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
+    /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
+    real: Option<i64>,
+}
+
+/// One virtual handle.
+pub struct VirtualPlan {
+    settings: Mutex<Settings>,
+}
+
+/// A handle's work area for one execution.
+enum Area {
+    None,
+    User(DevicePtr),
+    Arena(Block),
+}
+
+impl Area {
+    fn ptr(&self) -> Option<DevicePtr> {
+        match self {
+            Area::None => None,
+            Area::User(p) => Some(*p),
+            Area::Arena(b) => Some(b.ptr),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    handles_created: AtomicU64,
+    handles_peak: AtomicUsize,
+    plans: AtomicU64,
+    execs: AtomicU64,
+    captured_execs: AtomicU64,
+    capture_misses: AtomicU64,
+    prepared_taken: AtomicU64,
+    real_plans: AtomicUsize,
+    real_plans_peak: AtomicUsize,
+    sticky_uses: AtomicU64,
+    sticky_flushes: AtomicU64,
+}
+
+/// The interposer of one process.
+pub struct Engine {
+    pub flavor: Flavor,
+    pool: Arc<PlanPool>,
+    rt: Arc<dyn Runtime>,
+    sim: Option<Arc<SimRuntime>>,
+    handles: RwLock<FxHashMap<u64, Arc<VirtualPlan>>>,
+    next: AtomicU64,
+    streams: Mutex<FxHashSet<(i32, usize)>>,
+    arena: Arena,
+    policy: CapturePolicy,
+    prepared: AtomicUsize,
+    prepared_limit: usize,
+    /// Handles holding pinned leases of captured executions, and how many may (`auto`).
+    pinned_handles: AtomicUsize,
+    pin_limit: usize,
+    /// Bumped by the flush hook: an execution that began before keeps no sticky lease.
+    release_generation: AtomicU64,
+    counts: Counts,
+    /// Leases whose release waits for a moment their stream is not capturing: a handle
+    /// destroyed (or a sticky lease taken back) from another thread must not record an event
+    /// on a stream that the framework's own thread may be capturing (the record would join,
+    /// or break, that capture). Drained by the next call that sets or executes on that stream
+    /// outside a capture, by synchronize, and by the flush hook.
+    deferred: Mutex<Vec<(Lease, RawStream)>>,
+    library: String,
+    _server: Option<MetricsServer>,
+}
+
+/// The process's engine for `flavor`, made on first use.
+pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
+    static ENGINE: OnceLock<Result<Engine, Fail>> = OnceLock::new();
+    let _ = FLAVOR.set(flavor);
+    ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone)
+}
+
+fn warn(line: &str) {
+    if tracing::dispatcher::has_been_set() {
+        tracing::warn!(target: "hipfft_pool::intercept", "{line}");
+    } else {
+        eprintln!("hipfft-pool interposer: {line}");
+    }
+}
+
+impl Engine {
+    fn new(flavor: Flavor) -> Result<Engine, Fail> {
+        let (config, warnings) = PoolConfig::from_env();
+        // PoolConfig::from_env logged them through tracing already; a C host sees stderr.
+        if !tracing::dispatcher::has_been_set() {
+            for w in &warnings {
+                warn(w);
+            }
+        }
+        let (policy, w) = CapturePolicy::from_env();
+        w.iter().for_each(|w| warn(w));
+        let (budget, w) = Arena::budget_from_env();
+        w.iter().for_each(|w| warn(w));
+        let mut sim = None;
+        let (rt, library): (Arc<dyn Runtime>, String) = match (config.runtime, flavor) {
+            (RuntimeChoice::Sim, _) => {
+                let s = Arc::new(SimRuntime::from_env());
+                sim = Some(s.clone());
+                (s, "simulated".into())
+            }
+            (RuntimeChoice::Auto | RuntimeChoice::Cuda, Flavor::Cufft) => {
+                let b = Arc::new(crate::cuda::CudaBackend::load().map_err(|e| Fail::from_pool(&e))?);
+                let lib = b.cufft_path().to_string();
+                (b, lib)
+            }
+            (RuntimeChoice::Auto | RuntimeChoice::Hip, Flavor::Hipfft) => {
+                let h = hipfft_pool::runtime::hip::HipRuntime::load().map_err(|e| Fail::from_pool(&e))?;
+                (Arc::new(h), "hipFFT".into())
+            }
+            (choice, flavor) => {
+                return Err(Fail::new(
+                    code::SETUP_FAILED,
+                    format!(
+                        "HIPFFT_POOL_RUNTIME={} cannot serve the {} interposer (use sim, or the {} runtime)",
+                        choice.name(),
+                        flavor.library(),
+                        if flavor == Flavor::Cufft { "cuda" } else { "hip" }
+                    ),
+                ));
+            }
+        };
+        let ceiling = config.live_ceiling;
+        let pin_limit = match std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT") {
+            Err(_) => ceiling / 2,
+            Ok(raw) => hipfft_pool::pool::config::parse_whole(&raw, ceiling as u64).map(|v| v as usize).unwrap_or_else(|why| {
+                warn(&format!("HIPFFT_POOL_CAPTURE_PIN_LIMIT={raw:?} ignored ({why}); keeping {}", ceiling / 2));
+                ceiling / 2
+            }),
+        };
+        let pool = Arc::new(PlanPool::new(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?);
+        // A miss at a full ceiling first asks for the sticky leases back (the engine exists
+        // by the time any acquire can miss).
+        pool.set_flush_hook(Some(Arc::new(move || {
+            if let Ok(e) = engine(flavor) {
+                e.release_sticky();
+            }
+        })));
+        let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
+            Ok(addr) if !addr.is_empty() => match MetricsServer::start(&addr, &pool) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    warn(&format!("HIPFFT_POOL_METRICS_ADDR={addr}: {e}; not serving metrics"));
+                    None
+                }
+            },
+            _ => None,
+        };
+        register_exit_hook();
+        Ok(Engine {
+            flavor,
+            pool,
+            rt,
+            sim,
+            handles: RwLock::new(FxHashMap::default()),
+            next: AtomicU64::new(0),
+            streams: Mutex::new(FxHashSet::default()),
+            arena: Arena::new(budget),
+            policy,
+            prepared: AtomicUsize::new(0),
+            prepared_limit: (ceiling / 2).max(1),
+            pinned_handles: AtomicUsize::new(0),
+            pin_limit,
+            release_generation: AtomicU64::new(0),
+            counts: Counts::default(),
+            deferred: Mutex::new(Vec::new()),
+            library,
+            _server: server,
+        })
+    }
+
+    pub fn pool(&self) -> &Arc<PlanPool> {
+        &self.pool
+    }
+
+    pub fn runtime(&self) -> &Arc<dyn Runtime> {
+        &self.rt
+    }
+
+    /// The simulated runtime, when that is what the interposer runs on.
+    pub fn sim(&self) -> Option<&Arc<SimRuntime>> {
+        self.sim.as_ref()
+    }
+
+    fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
+        if let Some(v) = self.handles.read().get(&h) {
+            return Ok(v.clone());
+        }
+        let issued = self.next.load(Ordering::Relaxed);
+        let base = self.base();
+        let step = self.step();
+        let was_ours = h >= base && (h - base).is_multiple_of(step) && (h - base) / step < issued;
+        let what = if was_ours { "was destroyed" } else { "is not a handle this interposer made" };
+        Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} {what}")))
+    }
+
+    fn base(&self) -> u64 {
+        match self.flavor {
+            Flavor::Cufft => CUFFT_HANDLE_BASE,
+            Flavor::Hipfft => HIPFFT_HANDLE_BASE,
+        }
+    }
+
+    fn step(&self) -> u64 {
+        match self.flavor {
+            Flavor::Cufft => 1,
+            Flavor::Hipfft => 16,
+        }
+    }
+
+    /// `cufftCreate`: a new virtual handle with the library's defaults (auto-allocation on,
+    /// the null stream, no work area).
+    pub fn create(&self) -> Result<u64, Fail> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        if self.flavor == Flavor::Cufft && CUFFT_HANDLE_BASE + k > i32::MAX as u64 {
+            return Err(Fail::new(code::ALLOC_FAILED, "no cuFFT handle values left (2^30 handles were created)"));
+        }
+        let h = self.base() + k * self.step();
+        let v = Arc::new(VirtualPlan {
+            settings: Mutex::new(Settings {
+                desc: None,
+                work_size: 0,
+                stream: RawStream::NULL,
+                stream_registered: false,
+                work_area: None,
+                auto_allocation: true,
+                prepared: None,
+                pinned: Vec::new(),
+                sticky: None,
+                sticky_stream: RawStream::NULL,
+                last_stream: RawStream::NULL,
+                real: None,
+            }),
+        });
+        let live = {
+            let mut map = self.handles.write();
+            map.insert(h, v);
+            map.len()
+        };
+        self.counts.handles_created.fetch_add(1, Ordering::Relaxed);
+        self.counts.handles_peak.fetch_max(live, Ordering::Relaxed);
+        Ok(h)
+    }
+
+    /// `cufftDestroy`: the handle goes; its real plan stays in the pool for other handles.
+    /// Returns the handle's own real plan, if it had one: the caller destroys it with the
+    /// real library, then calls [`Engine::real_plan_destroyed`].
+    pub fn destroy(&self, h: u64, call: &str) -> Result<Option<i64>, Fail> {
+        let v = self.handles.write().remove(&h);
+        let Some(v) = v else { return Err(self.lookup(h, call).err().unwrap_or_else(|| Fail::new(code::INVALID_PLAN, call))) };
+        let mut s = v.settings.lock();
+        let real = s.real.take();
+        if s.prepared.take().is_some() {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+        }
+        let stream = s.last_stream;
+        let pinned = std::mem::take(&mut s.pinned);
+        let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
+        drop(s);
+        if !pinned.is_empty() {
+            self.pinned_handles.fetch_sub(1, Ordering::Relaxed);
+        }
+        if exiting() {
+            // The runtime may be torn down already: the process is ending, leak them.
+            std::mem::forget(pinned);
+            std::mem::forget(sticky);
+            return Ok(real);
+        }
+        let mut deferred = self.deferred.lock();
+        deferred.extend(sticky);
+        deferred.extend(pinned.into_iter().map(|l| (l, stream)));
+        Ok(real)
+    }
+
+    /// Gives a handle a real plan of its own, made by `make(auto_allocation)` with the real
+    /// library, under one slot of the pool's ceiling (idle cached plans are trimmed to find
+    /// one). Returns the handle's stream and work area, for the caller to set on the plan.
+    pub fn pin_real(
+        &self,
+        h: u64,
+        call: &str,
+        make: impl FnOnce(bool) -> Result<i64, Fail>,
+    ) -> Result<(RawStream, Option<DevicePtr>), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        if s.real.is_some() || s.desc.is_some() {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} already has a plan")));
+        }
+        let ceiling = self.pool.ceiling();
+        if !ceiling.try_acquire() {
+            self.pool.trim();
+            if !ceiling.try_acquire() {
+                return Err(Fail::new(
+                    code::ALLOC_FAILED,
+                    format!("{call}: a plan of the handle's own needs a slot of the live ceiling ({}), and every one is in use", ceiling.limit()),
+                ));
+            }
+        }
+        match make(s.auto_allocation) {
+            Ok(real) => {
+                s.real = Some(real);
+                let n = self.counts.real_plans.fetch_add(1, Ordering::Relaxed) + 1;
+                self.counts.real_plans_peak.fetch_max(n, Ordering::Relaxed);
+                Ok((s.stream, s.work_area))
+            }
+            Err(f) => {
+                ceiling.release();
+                Err(f)
+            }
+        }
+    }
+
+    /// The handle's own real plan, if it has one (see [`Engine::pin_real`]).
+    pub fn real_plan(&self, h: u64) -> Option<i64> {
+        self.handles.read().get(&h).and_then(|v| v.settings.lock().real)
+    }
+
+    /// A handle's own real plan was destroyed: its slot goes back to the ceiling.
+    pub fn real_plan_destroyed(&self) {
+        self.counts.real_plans.fetch_sub(1, Ordering::Relaxed);
+        let c = self.pool.ceiling();
+        c.release();
+        c.notify();
+    }
+
+    /// A checked descriptor for `r` on the calling thread's current device.
+    pub fn desc(&self, r: &PlanRequest) -> Result<PlanDesc, Fail> {
+        if !(1..=3).contains(&r.n.len()) {
+            return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {} is outside 1..=3", r.n.len())));
+        }
+        let device = self.rt.current_device().map_err(|e| Fail::from_pool(&e))?;
+        let mut d = PlanDesc::new(r.transform, &r.n, r.batch).on_device(device);
+        if let Some((ie, is, id, oe, os, od)) = &r.layout {
+            d = d.with_input_layout(Layout::new(ie, *is, *id)).with_output_layout(Layout::new(oe, *os, *od));
+        }
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// The real work size for `desc`: the plan is leased (made if needed) and released.
+    fn work_size_of(&self, desc: &PlanDesc) -> Result<usize, Fail> {
+        let lease = self.pool.acquire(desc).map_err(|e| Fail::from_pool(&e))?;
+        Ok(lease.work_size())
+    }
+
+    /// `cufftMakePlan*`: gives the handle its descriptor; returns the real work size.
+    pub fn make_plan(&self, h: u64, r: &PlanRequest, call: &str) -> Result<usize, Fail> {
+        let v = self.lookup(h, call)?;
+        let desc = self.desc(r)?;
+        let work = self.work_size_of(&desc)?;
+        let mut s = v.settings.lock();
+        if s.prepared.take().is_some() {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+        }
+        s.desc = Some(desc);
+        s.work_size = work;
+        self.counts.plans.fetch_add(1, Ordering::Relaxed);
+        Ok(work)
+    }
+
+    /// `cufftPlan1d` and friends: create and make in one call; no handle on failure.
+    pub fn plan(&self, r: &PlanRequest, call: &str) -> Result<u64, Fail> {
+        let h = self.create()?;
+        match self.make_plan(h, r, call) {
+            Ok(_) => Ok(h),
+            Err(f) => {
+                let _ = self.destroy(h, call);
+                Err(f)
+            }
+        }
+    }
+
+    /// `cufftGetSize1d` and friends: the work size a plan for `r` needs, leaving the handle as it is.
+    pub fn size_for(&self, h: u64, r: &PlanRequest, call: &str) -> Result<usize, Fail> {
+        self.lookup(h, call)?;
+        let desc = self.desc(r)?;
+        self.work_size_of(&desc)
+    }
+
+    /// `cufftGetSize`: the work size of the handle's plan.
+    pub fn work_size(&self, h: u64, call: &str) -> Result<usize, Fail> {
+        let v = self.lookup(h, call)?;
+        let s = v.settings.lock();
+        if s.desc.is_none() {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet")));
+        }
+        Ok(s.work_size)
+    }
+
+    pub fn set_auto_allocation(&self, h: u64, on: bool, call: &str) -> Result<(), Fail> {
+        self.lookup(h, call)?.settings.lock().auto_allocation = on;
+        Ok(())
+    }
+
+    pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        s.work_area = (!area.is_null()).then_some(area);
+        self.prepare(&mut s);
+        Ok(())
+    }
+
+    pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        if s.stream != stream {
+            s.stream = stream;
+            s.stream_registered = false;
+        }
+        self.prepare(&mut s);
+        Ok(())
+    }
+
+    /// Takes the lease for the handle's next execution now, while the stream is not
+    /// capturing, so that an execution inside a capture finds its plan without creating one.
+    /// Frameworks set the stream (and work area) right before each execution; at most half
+    /// the ceiling is held this way at once.
+    fn prepare(&self, s: &mut Settings) {
+        if matches!(self.capturing(s.stream), Ok(false)) {
+            self.drain_deferred(Some(s.stream));
+        }
+        let Some(desc) = s.desc else { return };
+        if s.sticky.is_some() && s.sticky_stream == s.stream {
+            return;
+        }
+        if s.prepared.is_some() || !matches!(self.capturing(s.stream), Ok(false)) {
+            return;
+        }
+        if self.prepared.fetch_add(1, Ordering::Relaxed) >= self.prepared_limit {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        match self.pool.acquire(&desc) {
+            Ok(lease) => s.prepared = Some(lease),
+            // The execution will try again and report.
+            Err(_) => {
+                self.prepared.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Releases the deferred leases of `only` (all streams for `None`) whose stream is not
+    /// capturing now (each after the work enqueued on it so far).
+    fn drain_deferred(&self, only: Option<RawStream>) {
+        let ready: Vec<(Lease, RawStream)> = {
+            let mut d = self.deferred.lock();
+            if d.is_empty() {
+                return;
+            }
+            let all = std::mem::take(&mut *d);
+            let (ready, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| {
+                only.is_none_or(|o| o == *st) && matches!(self.capturing(*st), Ok(false))
+            });
+            *d = keep;
+            ready
+        };
+        for (lease, stream) in ready {
+            self.release_after(lease, stream);
+        }
+    }
+
+    /// Whether `stream` (one a framework handed us) is capturing now.
+    fn capturing(&self, stream: RawStream) -> hipfft_pool::Result<bool> {
+        // SAFETY: the stream is the framework's, passed to a cuFFT call that takes it, which
+        // the library's contract requires to be live.
+        unsafe { self.rt.stream_is_capturing(stream) }
+    }
+
+    fn register_stream(&self, device: i32, stream: RawStream) {
+        self.streams.lock().insert((device, stream.0));
+    }
+
+    fn release_after(&self, lease: Lease, stream: RawStream) {
+        // SAFETY: the framework's stream of the execution this lease served (live by the
+        // library's contract while the framework uses the handle).
+        if let Err(ReleaseAfterError { lease, .. }) = unsafe { lease.release_after(stream) } {
+            // Nothing will watch the stream for us: wait for it, then release.
+            let device = lease.desc().device;
+            // SAFETY: as above.
+            let _ = with_device(&*self.rt, device, || unsafe { self.rt.stream_synchronize(stream) });
+            drop(lease);
+        }
+    }
+
+    /// Every `cufftExec*` and `cufftXtExec`.
+    pub fn exec(
+        &self,
+        h: u64,
+        kind: ExecKind,
+        call: &'static str,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: i32,
+    ) -> Result<(), Fail> {
+        let v = self.lookup(h, call)?;
+        let mut s = v.settings.lock();
+        let Some(desc) = s.desc else {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
+        };
+        let t = desc.transform;
+        if let ExecKind::Typed(want) = kind {
+            if want != t {
+                return Err(Fail::new(
+                    code::INVALID_VALUE,
+                    format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"),
+                ));
+            }
+        }
+        let direction = if t.is_forward_real() {
+            Direction::Forward
+        } else if t.is_inverse_real() {
+            Direction::Inverse
+        } else {
+            Direction::from_raw(direction)
+                .ok_or_else(|| Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)")))?
+        };
+        if input.is_null() {
+            return Err(Fail::invalid("idata", "null pointer"));
+        }
+        if output.is_null() {
+            return Err(Fail::invalid("odata", "null pointer"));
+        }
+        let stream = s.stream;
+        if !s.stream_registered {
+            self.register_stream(desc.device, stream);
+            s.stream_registered = true;
+        }
+        let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
+        let generation = self.release_generation.load(Ordering::Acquire);
+        let mut sticky = s.sticky.take();
+        if sticky.is_some() && s.sticky_stream != stream {
+            let old = s.sticky_stream;
+            if let Some(l) = sticky.take() {
+                self.deferred.lock().push((l, old));
+            }
+        }
+        if !capturing {
+            self.drain_deferred(Some(stream));
+        }
+        let lease = match sticky.or_else(|| s.prepared.take().inspect(|_| {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+            self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
+        })) {
+            Some(l) => l,
+            None if capturing => {
+                self.counts.capture_misses.fetch_add(1, Ordering::Relaxed);
+                return Err(Fail::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "{call} on handle {h:#x} while stream {:#x} is capturing a graph: no real plan for {desc} was prepared, \
+                         and none may be created inside a capture; set the stream (cufftSetStream) before the capture begins",
+                        stream.0
+                    ),
+                ));
+            }
+            None => self.pool.acquire(&desc).map_err(|e| Fail::from_pool(&e))?,
+        };
+        let area = match s.work_area {
+            Some(p) => Area::User(p),
+            None if lease.work_size() == 0 => Area::None,
+            None if s.auto_allocation && capturing => {
+                return Err(Fail::not_supported(
+                    call,
+                    "an auto-allocated work area inside a graph capture (it would have to outlive every launch); set one with SetWorkArea",
+                ));
+            }
+            None if s.auto_allocation => Area::Arena(self.arena.take(&*self.rt, desc.device, lease.work_size())?),
+            None => {
+                return Err(Fail::new(
+                    code::NO_WORKSPACE,
+                    format!(
+                        "{call} on handle {h:#x}: auto-allocation is off and no work area was set; the plan needs {} bytes",
+                        lease.work_size()
+                    ),
+                ));
+            }
+        };
+        s.last_stream = stream;
+        drop(s);
+        // SAFETY: the stream, buffers and work area are the framework's, passed to this exec
+        // call, which the library's contract requires to be valid for the transform.
+        if let Err(e) = unsafe { lease.exec(stream, input, output, direction, area.ptr()) } {
+            if let Area::Arena(b) = area {
+                // Nothing was enqueued on the block.
+                self.arena.give_after(&*self.rt, b, stream);
+            }
+            return Err(Fail::from_pool(&e));
+        }
+        self.counts.execs.fetch_add(1, Ordering::Relaxed);
+        if capturing {
+            self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
+            let mut s = v.settings.lock();
+            let pin = match self.policy {
+                CapturePolicy::Pin => true,
+                CapturePolicy::ReleaseOnRun => false,
+                CapturePolicy::Auto => !s.pinned.is_empty() || self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit,
+            };
+            if pin {
+                // One lease per distinct real plan keeps it alive for every captured use.
+                if s.pinned.iter().any(|l| l.plan() == lease.plan()) {
+                    drop(lease);
+                } else {
+                    if s.pinned.is_empty() {
+                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                    }
+                    s.pinned.push(lease);
+                }
+                return Ok(());
+            }
+            drop(s);
+            let data = CapturedUse::leak(lease);
+            // SAFETY: `data` is never freed (see CapturedUse), release_captured may run on any
+            // thread and calls no GPU runtime.
+            let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
+            // SAFETY: the framework's capturing stream; `call` as above.
+            if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
+                // No host node: pin the lease instead, so it is never released under the graph.
+                // SAFETY: no host node refers to `data`: the launch failed.
+                if let Some(lease) = unsafe { CapturedUse::reclaim(data) } {
+                    let mut s = v.settings.lock();
+                    if s.pinned.is_empty() {
+                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                    }
+                    s.pinned.push(lease);
+                }
+            }
+            return Ok(());
+        }
+        if let Area::Arena(b) = area {
+            self.arena.give_after(&*self.rt, b, stream);
+        }
+        let mut s = v.settings.lock();
+        if self.release_generation.load(Ordering::Acquire) == generation && s.sticky.is_none() {
+            self.counts.sticky_uses.fetch_add(1, Ordering::Relaxed);
+            s.sticky = Some(lease);
+            s.sticky_stream = stream;
+        } else {
+            drop(s);
+            self.release_after(lease, stream);
+        }
+        Ok(())
+    }
+
+    /// The flush hook: every sticky lease goes back, released once its stream's work is done.
+    /// A handle in use right now is skipped; its execution releases when it ends.
+    pub fn release_sticky(&self) {
+        self.release_generation.fetch_add(1, Ordering::AcqRel);
+        self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
+        let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
+        for v in handles {
+            let Some(mut s) = v.settings.try_lock() else { continue };
+            if let Some(lease) = s.sticky.take() {
+                let stream = s.sticky_stream;
+                drop(s);
+                self.deferred.lock().push((lease, stream));
+            }
+        }
+        self.drain_deferred(None);
+    }
+
+    /// `hfp_intercept_synchronize`: waits for every stream an execution was enqueued on.
+    pub fn synchronize(&self) -> Result<(), Fail> {
+        self.drain_deferred(None);
+        let streams: Vec<(i32, usize)> = self.streams.lock().iter().copied().collect();
+        for (device, stream) in streams {
+            // SAFETY: a stream an execution was enqueued on; frameworks keep their streams
+            // alive while their plans use them.
+            with_device(&*self.rt, device, || unsafe { self.rt.stream_synchronize(RawStream(stream)) }).map_err(|e| Fail::from_pool(&e))?;
+        }
+        Ok(())
+    }
+
+    /// A stream of the runtime's own (tests use it to spread work over streams).
+    pub fn stream_create(&self) -> Result<RawStream, Fail> {
+        self.rt.stream_create().map_err(|e| Fail::from_pool(&e))
+    }
+
+    pub fn virtual_handles_live(&self) -> usize {
+        self.handles.read().len()
+    }
+
+    /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
+    pub fn metrics_json(&self) -> String {
+        let m = self.pool.metrics();
+        let mut j = serde_json::json!({
+            "api": match self.flavor { Flavor::Cufft => "cufft", Flavor::Hipfft => "hipfft" },
+            "runtime": self.rt.kind().name(),
+            "library": self.library,
+            "capacity": m.capacity,
+            "ceiling": m.ceiling,
+            "peak_live": m.process_peak_live,
+            "live_at_exit": m.process_live,
+            "cached": m.cached,
+            "in_flight": m.in_flight,
+            "creations": m.creations,
+            "destroys": m.destroys,
+            "hits": m.hits,
+            "misses": m.misses,
+            "evictions": m.evictions,
+            "ceiling_waits": m.ceiling_waits,
+            "ceiling_timeouts": m.ceiling_timeouts,
+            "virtual_handles_peak": self.counts.handles_peak.load(Ordering::Relaxed),
+            "virtual_handles_live": self.virtual_handles_live(),
+            "virtual_handles_created": self.counts.handles_created.load(Ordering::Relaxed),
+            "plans_made": self.counts.plans.load(Ordering::Relaxed),
+            "execs": self.counts.execs.load(Ordering::Relaxed),
+            "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
+            "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
+            "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
+            "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
+            "captured_released": CAPTURED_RELEASED.load(Ordering::Relaxed),
+            "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),
+            "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
+            "capture_policy": self.policy.name(),
+            "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
+            "capture_pin_limit": self.pin_limit,
+            "failures": FAILURES.load(Ordering::Relaxed),
+            "deferred_releases": self.deferred.lock().len(),
+            "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
+            "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),
+            "auto_area_bytes": self.arena.bytes(),
+            "auto_area_peak_bytes": self.arena.peak(),
+            "auto_area_budget": self.arena.budget(),
+            "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
+            "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
+        });
+        if let Some(sim) = &self.sim {
+            j["sim_live_handles"] = sim.live_handles().into();
+            j["sim_peak_live_handles"] = sim.peak_live_handles().into();
+            j["sim_created"] = sim.created_total().into();
+            j["sim_violations"] = sim.violations().into();
+        }
+        j.to_string()
+    }
+}
+
+static EXIT_ENGINE: AtomicBool = AtomicBool::new(false);
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Whether the process is exiting (our exit hook ran): from then on no lease is released
+/// through the GPU runtime, which may already be torn down (a framework's static
+/// destructors still call cufftDestroy).
+pub fn exiting() -> bool {
+    EXITING.load(Ordering::Acquire)
+}
+
+fn register_exit_hook() {
+    if EXIT_ENGINE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    extern "C" fn at_exit() {
+        EXITING.store(true, Ordering::Release);
+        let _ = std::panic::catch_unwind(write_metrics_out);
+    }
+    // SAFETY: registers a plain function; it only reads counters and writes a file.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit).
+pub fn write_metrics_out() {
+    let Some(path) = std::env::var_os("HIPFFT_POOL_METRICS_OUT").filter(|p| !p.is_empty()) else { return };
+    let Some(f) = flavor() else { return };
+    let Ok(e) = engine(f) else { return };
+    if let Err(err) = std::fs::write(&path, e.metrics_json() + "\n") {
+        warn(&format!("HIPFFT_POOL_METRICS_OUT={}: {err}", path.to_string_lossy()));
+    }
+}

@@ -1,0 +1,529 @@
+/* A program written against the cuFFT (or, with -DAPI_HIPFFT, the hipFFT) plan API, as a
+ * framework would call it, run by the c_programs.rs tests of intercept/cufft and intercept/hipfft on the simulated runtime
+ * (device memory is host memory there). Each subcommand prints "ok ..." lines and exits 0,
+ * or prints "FAIL ..." and exits 1.
+ *
+ *   fft_sim numerics     every typed exec and the Xt calls against a naive DFT
+ *   fft_sim handles N    N virtual handles of distinct shapes, executed in rounds
+ *   fft_sim threads T    T threads, each with its own stream and handles
+ *   fft_sim errors       bad arguments give the library's codes and a message
+ *   fft_sim worksizes    the work size reported at plan time is the real one, and is used
+ *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fft_api.h"
+
+static int failures = 0;
+
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (!(cond)) {                                \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+      printf(__VA_ARGS__);                        \
+      printf(" [last error: %s]\n", hfp_intercept_last_error()); \
+      failures++;                                 \
+    }                                             \
+  } while (0)
+
+#define OK(call) CHECK((call) == R_SUCCESS, "%s", #call)
+
+/* ---- reference: a naive multi-dimensional DFT in double precision ---- */
+
+typedef struct { double re, im; } cplx;
+
+static unsigned long long rng = 88172645463325252ULL;
+static double rnd(void) {
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  return (double)(rng % 2000001) / 1000000.0 - 1.0;
+}
+
+/* x: `batch` grids of dims[0] x ... x dims[rank-1]; sign -1 forward, +1 inverse (unnormalized). */
+static void dft(const cplx *x, cplx *y, const int *dims, int rank, int batch, int sign) {
+  int total = 1;
+  for (int d = 0; d < rank; d++) total *= dims[d];
+  for (int b = 0; b < batch; b++) {
+    for (int k = 0; k < total; k++) {
+      int kk[3] = {0, 0, 0}, rem = k;
+      for (int d = rank - 1; d >= 0; d--) { kk[d] = rem % dims[d]; rem /= dims[d]; }
+      double sr = 0, si = 0;
+      for (int j = 0; j < total; j++) {
+        int jj[3] = {0, 0, 0}, r2 = j;
+        for (int d = rank - 1; d >= 0; d--) { jj[d] = r2 % dims[d]; r2 /= dims[d]; }
+        double ph = 0;
+        for (int d = 0; d < rank; d++) ph += (double)kk[d] * jj[d] / dims[d];
+        ph *= sign * 2.0 * M_PI;
+        const cplx v = x[b * total + j];
+        sr += v.re * cos(ph) - v.im * sin(ph);
+        si += v.re * sin(ph) + v.im * cos(ph);
+      }
+      y[b * total + k].re = sr;
+      y[b * total + k].im = si;
+    }
+  }
+}
+
+/* Relative L2 error of `got` (interleaved, float or double) against `want`. */
+static double rel_err(const void *got, int dbl, const double *want, int count) {
+  double num = 0, den = 0;
+  for (int i = 0; i < count; i++) {
+    double g = dbl ? ((const double *)got)[i] : ((const float *)got)[i];
+    num += (g - want[i]) * (g - want[i]);
+    den += want[i] * want[i];
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
+static int is_double(int t) { return t == T_Z2Z || t == T_D2Z || t == T_Z2D; }
+
+/* One transform of type t on dims/batch through `plan`, checked against the DFT. */
+static void check_transform(handle_t plan, int t, const int *dims, int rank, int batch, int direction, int xt,
+                            const char *what) {
+  int total = 1;
+  for (int d = 0; d < rank; d++) total *= dims[d];
+  int last = dims[rank - 1], half = last / 2 + 1, total_half = total / last * half;
+  int dbl = is_double(t), esz = dbl ? 8 : 4;
+  cplx *x = calloc((size_t)total * batch, sizeof(cplx)), *y = calloc((size_t)total * batch, sizeof(cplx));
+  double *want = calloc((size_t)total * batch * 2, sizeof(double));
+  void *in = calloc((size_t)total * batch * 2, esz), *out = calloc((size_t)total * batch * 2, esz);
+  int want_count = 0;
+  if (t == T_C2C || t == T_Z2Z) {
+    for (int i = 0; i < total * batch; i++) { x[i].re = rnd(); x[i].im = rnd(); }
+    for (int i = 0; i < total * batch; i++) {
+      if (dbl) { ((double *)in)[2 * i] = x[i].re; ((double *)in)[2 * i + 1] = x[i].im; }
+      else { ((float *)in)[2 * i] = (float)x[i].re; ((float *)in)[2 * i + 1] = (float)x[i].im; }
+    }
+    dft(x, y, dims, rank, batch, direction);
+    for (int i = 0; i < total * batch; i++) { want[2 * i] = y[i].re; want[2 * i + 1] = y[i].im; }
+    want_count = 2 * total * batch;
+  } else if (t == T_R2C || t == T_D2Z) {
+    for (int i = 0; i < total * batch; i++) { x[i].re = rnd(); x[i].im = 0; }
+    for (int i = 0; i < total * batch; i++) {
+      if (dbl) ((double *)in)[i] = x[i].re; else ((float *)in)[i] = (float)x[i].re;
+    }
+    dft(x, y, dims, rank, batch, -1);
+    /* keep the first last/2+1 points of each innermost row */
+    int o = 0;
+    for (int i = 0; i < total * batch; i++) {
+      if (i % last < half) { want[o++] = y[i].re; want[o++] = y[i].im; }
+    }
+    want_count = o;
+  } else { /* C2R, Z2D: input is the spectrum of a real signal */
+    for (int i = 0; i < total * batch; i++) { x[i].re = rnd(); x[i].im = 0; }
+    cplx *spec = calloc((size_t)total * batch, sizeof(cplx));
+    dft(x, spec, dims, rank, batch, -1);
+    int o = 0;
+    for (int i = 0; i < total * batch; i++) {
+      if (i % last < half) {
+        if (dbl) { ((double *)in)[o] = spec[i].re; ((double *)in)[o + 1] = spec[i].im; }
+        else { ((float *)in)[o] = (float)spec[i].re; ((float *)in)[o + 1] = (float)spec[i].im; }
+        o += 2;
+      }
+    }
+    /* the unnormalized inverse of the forward transform is total * x */
+    for (int i = 0; i < total * batch; i++) want[i] = x[i].re * total;
+    want_count = total * batch;
+    free(spec);
+  }
+  (void)total_half;
+  result_t r;
+  if (xt) r = FFT(XtExec)(plan, in, out, direction);
+  else if (t == T_C2C) r = FFT(ExecC2C)(plan, in, out, direction);
+  else if (t == T_Z2Z) r = FFT(ExecZ2Z)(plan, in, out, direction);
+  else if (t == T_R2C) r = FFT(ExecR2C)(plan, in, out);
+  else if (t == T_D2Z) r = FFT(ExecD2Z)(plan, in, out);
+  else if (t == T_C2R) r = FFT(ExecC2R)(plan, in, out);
+  else r = FFT(ExecZ2D)(plan, in, out);
+  CHECK(r == R_SUCCESS, "%s: exec returned %d", what, r);
+  CHECK(hfp_intercept_synchronize() == 0, "%s: synchronize", what);
+  double e = rel_err(out, dbl, want, want_count);
+  double tol = dbl ? 1e-9 : 1e-4;
+  CHECK(e < tol, "%s: relative error %g above %g", what, e, tol);
+  if (r == R_SUCCESS && e < tol) printf("ok %s (relative error %.2g)\n", what, e);
+  free(x); free(y); free(want); free(in); free(out);
+}
+
+static const int TYPES[6] = {T_C2C, T_R2C, T_C2R, T_Z2Z, T_D2Z, T_Z2D};
+static const char *type_name(int t) {
+  switch (t) {
+    case T_C2C: return "C2C"; case T_R2C: return "R2C"; case T_C2R: return "C2R";
+    case T_Z2Z: return "Z2Z"; case T_D2Z: return "D2Z"; default: return "Z2D";
+  }
+}
+
+static int numerics(void) {
+  char what[128];
+  for (int ti = 0; ti < 6; ti++) {
+    int t = TYPES[ti];
+    /* Plan1d (auto-allocation on: the interposer supplies the work area) */
+    handle_t p;
+    int n1[1] = {24};
+    OK(FFT(Plan1d)(&p, 24, t, 3));
+    snprintf(what, sizeof what, "%s Plan1d n=24 batch=3 auto-allocated", type_name(t));
+    check_transform(p, t, n1, 1, 3, DIR_FORWARD, 0, what);
+    if (t == T_C2C || t == T_Z2Z) {
+      snprintf(what, sizeof what, "%s Plan1d inverse", type_name(t));
+      check_transform(p, t, n1, 1, 3, DIR_INVERSE, 0, what);
+    }
+    OK(FFT(Destroy)(p));
+    /* Plan2d, Plan3d */
+    int n2[2] = {6, 10};
+    OK(FFT(Plan2d)(&p, 6, 10, t));
+    snprintf(what, sizeof what, "%s Plan2d 6x10", type_name(t));
+    check_transform(p, t, n2, 2, 1, DIR_FORWARD, 0, what);
+    OK(FFT(Destroy)(p));
+    int n3[3] = {3, 4, 6};
+    OK(FFT(Plan3d)(&p, 3, 4, 6, t));
+    snprintf(what, sizeof what, "%s Plan3d 3x4x6", type_name(t));
+    check_transform(p, t, n3, 3, 1, DIR_FORWARD, 0, what);
+    OK(FFT(Destroy)(p));
+    /* Create + SetAutoAllocation(0) + MakePlanMany64 + SetWorkArea: the framework path */
+    OK(FFT(Create)(&p));
+    OK(FFT(SetAutoAllocation)(p, 0));
+    long long nl[1] = {40};
+    size_t ws = 0;
+    OK(FFT(MakePlanMany64)(p, 1, nl, NULL, 1, 0, NULL, 1, 0, t, 5, &ws));
+    void *area = ws ? malloc(ws) : NULL;
+    OK(FFT(SetWorkArea)(p, area));
+    int n40[1] = {40};
+    snprintf(what, sizeof what, "%s MakePlanMany64 n=40 batch=5, own work area of %zu bytes", type_name(t), ws);
+    check_transform(p, t, n40, 1, 5, DIR_FORWARD, 0, what);
+    OK(FFT(Destroy)(p));
+    free(area);
+    /* PlanMany with explicit packed embeds */
+    int nm[2] = {4, 8};
+    int half = 8 / 2 + 1;
+    int cplx_side = (t == T_C2C || t == T_Z2Z) ? 8 : half;
+    int in_last = (t == T_C2R || t == T_Z2D) ? cplx_side : 8, out_last = (t == T_R2C || t == T_D2Z) ? cplx_side : 8;
+    int ie[2] = {4, in_last}, oe[2] = {4, out_last};
+    OK(FFT(PlanMany)(&p, 2, nm, ie, 1, 4 * in_last, oe, 1, 4 * out_last, t, 2));
+    snprintf(what, sizeof what, "%s PlanMany 4x8 batch=2 with embeds", type_name(t));
+    check_transform(p, t, nm, 2, 2, DIR_FORWARD, 0, what);
+    OK(FFT(Destroy)(p));
+  }
+  /* the Xt calls: XtMakePlanMany + XtExec, as MLX and PyTorch call them */
+  struct { int in, out, exec, t; } xt[6] = {
+    {DT_R_32F, DT_C_32F, DT_R_32F, T_R2C}, {DT_C_32F, DT_R_32F, DT_C_32F, T_C2R}, {DT_C_32F, DT_C_32F, DT_C_32F, T_C2C},
+    {DT_R_64F, DT_C_64F, DT_R_64F, T_D2Z}, {DT_C_64F, DT_R_64F, DT_C_64F, T_Z2D}, {DT_C_64F, DT_C_64F, DT_C_64F, T_Z2Z}};
+  for (int i = 0; i < 6; i++) {
+    handle_t p;
+    OK(FFT(Create)(&p));
+    OK(FFT(SetAutoAllocation)(p, 0));
+    long long n = 30, ie = xt[i].t == T_C2R || xt[i].t == T_Z2D ? 16 : 30, oe = xt[i].t == T_R2C || xt[i].t == T_D2Z ? 16 : 30;
+    size_t ws = 0;
+    OK(FFT(XtMakePlanMany)(p, 1, &n, &ie, 1, ie, xt[i].in, &oe, 1, oe, xt[i].out, 4, &ws, xt[i].exec));
+    void *area = malloc(ws + 1);
+    OK(FFT(SetWorkArea)(p, area));
+    int dims[1] = {30};
+    snprintf(what, sizeof what, "Xt %s n=30 batch=4", type_name(xt[i].t));
+    int dir = xt[i].t == T_C2R || xt[i].t == T_Z2D ? DIR_INVERSE : DIR_FORWARD;
+    check_transform(p, xt[i].t, dims, 1, 4, dir, 1, what);
+    if (xt[i].t == T_C2C || xt[i].t == T_Z2Z) {
+      snprintf(what, sizeof what, "Xt %s inverse", type_name(xt[i].t));
+      check_transform(p, xt[i].t, dims, 1, 4, DIR_INVERSE, 1, what);
+    }
+    OK(FFT(Destroy)(p));
+    free(area);
+  }
+  int v = 0;
+  OK(FFT(GetVersion)(&v));
+  CHECK(v > 0, "GetVersion gave %d", v);
+  return failures;
+}
+
+/* N handles of distinct shapes (every one its own plan), executed in `rounds` rounds. */
+static int handles(int count, int rounds) {
+  handle_t *h = calloc(count, sizeof(handle_t));
+  for (int i = 0; i < count; i++) {
+    CHECK(FFT(Plan1d)(&h[i], 16 + i, T_C2C, 2) == R_SUCCESS, "Plan1d handle %d", i);
+  }
+  long live = hfp_intercept_virtual_handles_live();
+  CHECK(live == count, "%ld virtual handles live, expected %d", live, count);
+  char what[96];
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < count; i++) {
+      int dims[1] = {16 + i};
+      if (i % 17 == 0) { /* check the numbers of some, run the rest */
+        snprintf(what, sizeof what, "round %d handle %d C2C n=%d", r, i, 16 + i);
+        check_transform(h[i], T_C2C, dims, 1, 2, DIR_FORWARD, 0, what);
+      } else {
+        float *buf = calloc((size_t)(16 + i) * 2 * 2, sizeof(float));
+        CHECK(FFT(ExecC2C)(h[i], buf, buf, DIR_FORWARD) == R_SUCCESS, "exec handle %d", i);
+        hfp_intercept_synchronize();
+        free(buf);
+      }
+    }
+  }
+  CHECK(hfp_intercept_synchronize() == 0, "synchronize");
+  printf("ok %d handles, %d rounds; sim live %ld, sim peak %ld\n", count, rounds, hfp_intercept_sim_live_handles(),
+         hfp_intercept_sim_peak_live_handles());
+  for (int i = 0; i < count; i++) OK(FFT(Destroy)(h[i]));
+  CHECK(hfp_intercept_virtual_handles_live() == 0, "handles left");
+  free(h);
+  return failures;
+}
+
+typedef struct { int id, handles, rounds, errors; } worker_arg;
+
+static void *worker(void *p) {
+  worker_arg *a = p;
+  void *stream = NULL;
+  if (hfp_intercept_stream_create(&stream) != 0) { a->errors++; return NULL; }
+  handle_t *h = calloc(a->handles, sizeof(handle_t));
+  for (int i = 0; i < a->handles; i++) {
+    /* shapes overlap between threads: several virtual handles share one real plan */
+    int n = 32 + (i + a->id) % 24;
+    if (FFT(Create)(&h[i]) != R_SUCCESS || FFT(SetAutoAllocation)(h[i], 0) != R_SUCCESS) a->errors++;
+    size_t ws = 0;
+    if (FFT(MakePlan1d)(h[i], n, T_R2C, 3, &ws) != R_SUCCESS) a->errors++;
+  }
+  for (int r = 0; r < a->rounds; r++) {
+    for (int i = 0; i < a->handles; i++) {
+      int n = 32 + (i + a->id) % 24, half = n / 2 + 1;
+      float *in = malloc(sizeof(float) * n * 3), *out = calloc((size_t)half * 2 * 3, sizeof(float));
+      size_t ws = 0;
+      FFT(GetSize)(h[i], &ws);
+      void *area = malloc(ws + 1);
+      for (int k = 0; k < n * 3; k++) in[k] = (float)((k * 7 + r + a->id) % 13) - 6.0f;
+      if (FFT(SetStream)(h[i], stream) != R_SUCCESS || FFT(SetWorkArea)(h[i], area) != R_SUCCESS) a->errors++;
+      if (FFT(ExecR2C)(h[i], in, out) != R_SUCCESS) a->errors++;
+      hfp_intercept_synchronize();
+      /* bin 0 of each batch is the sum of its inputs */
+      for (int b = 0; b < 3; b++) {
+        double s = 0;
+        for (int k = 0; k < n; k++) s += in[b * n + k];
+        if (fabs(out[b * half * 2] - s) > 1e-3 * (fabs(s) + 1)) a->errors++;
+      }
+      free(in); free(out); free(area);
+    }
+  }
+  for (int i = 0; i < a->handles; i++) if (FFT(Destroy)(h[i]) != R_SUCCESS) a->errors++;
+  free(h);
+  return NULL;
+}
+
+static int threads(int count) {
+  pthread_t t[64];
+  worker_arg a[64];
+  if (count > 64) count = 64;
+  for (int i = 0; i < count; i++) {
+    a[i] = (worker_arg){.id = i, .handles = 16, .rounds = 4, .errors = 0};
+    pthread_create(&t[i], NULL, worker, &a[i]);
+  }
+  int errors = 0;
+  for (int i = 0; i < count; i++) { pthread_join(t[i], NULL); errors += a[i].errors; }
+  CHECK(errors == 0, "%d errors in the threads", errors);
+  if (errors == 0) printf("ok %d threads x 16 handles x 4 rounds; sim peak %ld\n", count, hfp_intercept_sim_peak_live_handles());
+  return failures;
+}
+
+static int expect(result_t got, result_t want, const char *needle, const char *what) {
+  const char *msg = hfp_intercept_last_error();
+  CHECK(got == want, "%s: returned %d, expected %d", what, got, want);
+  CHECK(needle == NULL || strstr(msg, needle) != NULL, "%s: message lacks \"%s\": %s", what, needle, msg);
+  if (got == want && (needle == NULL || strstr(msg, needle))) printf("ok %s -> %d: %s\n", what, got, msg);
+  return got == want;
+}
+
+static int errors(void) {
+  handle_t p;
+  float buf[256] = {0};
+  expect(FFT(Plan1d)(&p, 0, T_C2C, 1), R_INVALID_SIZE, "n[0]", "zero length");
+  expect(FFT(Plan1d)(&p, 16, T_C2C, 0), R_INVALID_SIZE, "batch", "zero batch");
+  expect(FFT(Plan1d)(&p, 16, 0x77, 1), R_INVALID_TYPE, "0x77", "unknown type");
+  int n0[2] = {8, 0};
+  expect(FFT(PlanMany)(&p, 2, n0, NULL, 1, 0, NULL, 1, 0, T_C2C, 1), R_INVALID_SIZE, "n[1]", "zero length in PlanMany");
+  expect(FFT(PlanMany)(&p, 4, n0, NULL, 1, 0, NULL, 1, 0, T_C2C, 1), R_INVALID_SIZE, "rank", "rank 4");
+  /* a destroyed handle */
+  OK(FFT(Plan1d)(&p, 16, T_C2C, 1));
+  OK(FFT(Destroy)(p));
+  expect(FFT(ExecC2C)(p, buf, buf, DIR_FORWARD), R_INVALID_PLAN, "destroyed", "exec on a destroyed handle");
+  expect(FFT(Destroy)(p), R_INVALID_PLAN, "destroyed", "double destroy");
+  expect(FFT(SetStream)(p, NULL), R_INVALID_PLAN, "destroyed", "set stream on a destroyed handle");
+  /* a C2C exec on an R2C plan */
+  OK(FFT(Plan1d)(&p, 16, T_R2C, 1));
+  expect(FFT(ExecC2C)(p, buf, buf, DIR_FORWARD), R_INVALID_VALUE, "plan is R2C", "C2C exec on an R2C plan");
+  expect(FFT(ExecZ2D)(p, buf, buf), R_INVALID_VALUE, "plan is R2C", "Z2D exec on an R2C plan");
+  OK(FFT(Destroy)(p));
+  /* a bad direction, null buffers */
+  OK(FFT(Plan1d)(&p, 16, T_C2C, 1));
+  expect(FFT(ExecC2C)(p, buf, buf, 0), R_INVALID_VALUE, "direction", "direction 0");
+  expect(FFT(ExecC2C)(p, NULL, buf, DIR_FORWARD), R_INVALID_VALUE, "idata", "null input");
+  /* callbacks are not virtualized */
+  expect(FFT(XtSetCallback)(p, NULL, 0, NULL), R_NOT_SUPPORTED, "XtSetCallback", "callback");
+  OK(FFT(Destroy)(p));
+  /* null work area with auto-allocation off (the sim gives plans above 8 points a work area) */
+  OK(FFT(Create)(&p));
+  OK(FFT(SetAutoAllocation)(p, 0));
+  size_t ws = 0;
+  OK(FFT(MakePlan1d)(p, 64, T_C2C, 2, &ws));
+  CHECK(ws > 0, "work size %zu", ws);
+  expect(FFT(ExecC2C)(p, buf, buf, DIR_FORWARD), R_NO_WORKSPACE, "no work area", "null work area, auto-allocation off");
+  OK(FFT(SetWorkArea)(p, NULL));
+  expect(FFT(ExecC2C)(p, buf, buf, DIR_FORWARD), R_NO_WORKSPACE, "no work area", "SetWorkArea(NULL), auto-allocation off");
+  OK(FFT(Destroy)(p));
+  /* exec before any plan */
+  OK(FFT(Create)(&p));
+  expect(FFT(ExecC2C)(p, buf, buf, DIR_FORWARD), R_INVALID_PLAN, "no plan", "exec before a plan");
+  OK(FFT(Destroy)(p));
+  /* a handle never made */
+#ifdef API_HIPFFT
+  handle_t bogus = (handle_t)(void *)0x1234;
+#else
+  handle_t bogus = 7;
+#endif
+  expect(FFT(Destroy)(bogus), R_INVALID_PLAN, "not a handle", "unknown handle");
+  expect(FFT(Create)(NULL), R_INVALID_VALUE, "handle", "null out-pointer");
+  /* Xt in half precision: not served by the pool */
+  OK(FFT(Create)(&p));
+  long long n = 16;
+  expect(FFT(XtMakePlanMany)(p, 1, &n, NULL, 1, 16, DT_C_16F, NULL, 1, 16, DT_C_16F, 1, &ws, DT_C_16F), R_NOT_SUPPORTED,
+         "half", "half-precision Xt plan");
+  OK(FFT(Destroy)(p));
+  return failures;
+}
+
+static int worksizes(void) {
+  handle_t p;
+  OK(FFT(Create)(&p));
+  OK(FFT(SetAutoAllocation)(p, 0));
+  size_t made = 0, probed = 0, got = 0, many = 0;
+  OK(FFT(GetSize1d)(p, 100, T_Z2Z, 3, &probed));
+  OK(FFT(MakePlan1d)(p, 100, T_Z2Z, 3, &made));
+  OK(FFT(GetSize)(p, &got));
+  long long n = 100;
+  OK(FFT(GetSizeMany64)(p, 1, &n, NULL, 1, 100, NULL, 1, 100, T_Z2Z, 3, &many));
+  /* The simulated runtime's work size for a plan above 8 points: points * batch * 2 * real bytes. */
+  size_t sim = 100 * 3 * 2 * 8;
+  CHECK(made == sim && probed == sim && got == sim && many == sim, "work sizes %zu %zu %zu %zu, sim %zu", made, probed,
+        got, many, sim);
+  if (made == sim) printf("ok work size %zu reported by MakePlan1d, GetSize1d, GetSize, GetSizeMany64\n", made);
+  /* an area of exactly that size is used */
+  void *area = malloc(made);
+  OK(FFT(SetWorkArea)(p, area));
+  int dims[1] = {100};
+  check_transform(p, T_Z2Z, dims, 1, 3, DIR_FORWARD, 0, "Z2Z n=100 batch=3 in an area of exactly the work size");
+  OK(FFT(Destroy)(p));
+  free(area);
+  /* a tiny plan needs none */
+  OK(FFT(Create)(&p));
+  OK(FFT(SetAutoAllocation)(p, 0));
+  OK(FFT(MakePlan1d)(p, 8, T_C2C, 1, &made));
+  CHECK(made == 0, "n=8 work size %zu", made);
+  int d8[1] = {8};
+  check_transform(p, T_C2C, d8, 1, 1, DIR_FORWARD, 0, "C2C n=8 needs no work area");
+  OK(FFT(Destroy)(p));
+  return failures;
+}
+
+/* One C2C n-point transform of `batch` rows through `plan` on `stream`, captured into a graph
+ * that is launched twice; the output is checked after each launch. */
+static void captured(handle_t plan, void *stream, int n, int batch, const char *what) {
+  int dims[1] = {n};
+  cplx *x = calloc((size_t)n * batch, sizeof(cplx)), *y = calloc((size_t)n * batch, sizeof(cplx));
+  float *in = calloc((size_t)n * batch * 2, sizeof(float)), *out = calloc((size_t)n * batch * 2, sizeof(float));
+  double *want = calloc((size_t)n * batch * 2, sizeof(double));
+  for (int i = 0; i < n * batch; i++) {
+    x[i].re = rnd(); x[i].im = rnd();
+    in[2 * i] = (float)x[i].re; in[2 * i + 1] = (float)x[i].im;
+  }
+  dft(x, y, dims, 1, batch, -1);
+  for (int i = 0; i < n * batch; i++) { want[2 * i] = y[i].re; want[2 * i + 1] = y[i].im; }
+  OK(FFT(SetStream)(plan, stream)); /* outside the capture: the interposer prepares the plan */
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "%s: begin capture", what);
+  CHECK(FFT(ExecC2C)(plan, in, out, DIR_FORWARD) == R_SUCCESS, "%s: captured exec", what);
+  void *graph = NULL;
+  CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "%s: end capture", what);
+  hfp_intercept_synchronize();
+  CHECK(out[0] == 0.0f && out[1] == 0.0f, "%s: the transform ran before its graph was launched", what);
+  for (int launch = 0; launch < 2; launch++) {
+    memset(out, 0, sizeof(float) * n * batch * 2);
+    CHECK(hfp_intercept_sim_graph_launch(graph, stream) == 0, "%s: launch", what);
+    CHECK(hfp_intercept_synchronize() == 0, "%s: synchronize", what);
+    double e = rel_err(out, 0, want, n * batch * 2);
+    CHECK(e < 1e-4, "%s: launch %d relative error %g", what, launch, e);
+  }
+  hfp_intercept_sim_graph_destroy(graph);
+  free(x); free(y); free(in); free(out); free(want);
+}
+
+/* A C2C plan with auto-allocation off and a work area of its own, as frameworks make them. */
+static handle_t own_area_plan(int n, int batch, void **area) {
+  handle_t p;
+  size_t ws = 0;
+  OK(FFT(Create)(&p));
+  OK(FFT(SetAutoAllocation)(p, 0));
+  OK(FFT(MakePlan1d)(p, n, T_C2C, batch, &ws));
+  *area = malloc(ws + 1);
+  OK(FFT(SetWorkArea)(p, *area));
+  return p;
+}
+
+static int capture(int count) {
+  void *stream = NULL;
+  handle_t p;
+  OK(FFT(Create)(&p)); /* the runtime exists from the first call on */
+  CHECK(hfp_intercept_stream_create(&stream) == 0, "stream");
+  /* 1: one handle, captured and launched twice */
+  void *area = NULL;
+  p = own_area_plan(32, 2, &area);
+  captured(p, stream, 32, 2, "one handle");
+  OK(FFT(Destroy)(p));
+  free(area);
+  /* an auto-allocated area cannot live as long as the graph: refused */
+  OK(FFT(Plan1d)(&p, 32, T_C2C, 2));
+  OK(FFT(SetStream)(p, stream));
+  float abuf[128] = {0};
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin");
+  result_t ra = FFT(ExecC2C)(p, abuf, abuf, DIR_FORWARD);
+  void *agraph = NULL;
+  hfp_intercept_sim_end_capture(stream, &agraph);
+  hfp_intercept_sim_graph_destroy(agraph);
+  expect(ra, R_NOT_SUPPORTED, "auto-allocated work area", "captured exec with auto-allocation");
+  OK(FFT(Destroy)(p));
+  /* 2: a plan not prepared before the capture is refused, never created inside it */
+  OK(FFT(Create)(&p));
+  OK(FFT(SetStream)(p, stream));
+  OK(FFT(MakePlan1d)(p, 48, T_C2C, 1, NULL));
+  float buf[96] = {0};
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin");
+  result_t r = FFT(ExecC2C)(p, buf, buf, DIR_FORWARD);
+  void *graph = NULL;
+  hfp_intercept_sim_end_capture(stream, &graph);
+  hfp_intercept_sim_graph_destroy(graph);
+  expect(r, R_INTERNAL_ERROR, "capturing a graph", "captured exec with no plan prepared");
+  OK(FFT(Destroy)(p));
+  /* 3: `count` handles of distinct shapes, each captured, launched, then destroyed (as a
+        framework drops a plan once the work using it completed), under a small ceiling */
+  char what[64];
+  for (int i = 0; i < count; i++) {
+    p = own_area_plan(20 + i, 2, &area);
+    snprintf(what, sizeof what, "handle %d (n=%d)", i, 20 + i);
+    captured(p, stream, 20 + i, 2, what);
+    OK(FFT(Destroy)(p));
+    free(area);
+  }
+  hfp_intercept_synchronize();
+  long v = hfp_intercept_sim_violations();
+  CHECK(v == 0, "the simulated runtime recorded %ld misuses (a plan made, destroyed or an event recorded inside a capture, or a graph run on a destroyed plan)", v);
+  if (failures == 0) printf("ok %d captured handles; sim peak %ld, no misuse\n", count, hfp_intercept_sim_peak_live_handles());
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  const char *cmd = argc > 1 ? argv[1] : "numerics";
+  int f;
+  if (!strcmp(cmd, "numerics")) f = numerics();
+  else if (!strcmp(cmd, "handles")) f = handles(argc > 2 ? atoi(argv[2]) : 128, argc > 3 ? atoi(argv[3]) : 3);
+  else if (!strcmp(cmd, "threads")) f = threads(argc > 2 ? atoi(argv[2]) : 8);
+  else if (!strcmp(cmd, "errors")) f = errors();
+  else if (!strcmp(cmd, "worksizes")) f = worksizes();
+  else if (!strcmp(cmd, "capture")) f = capture(argc > 2 ? atoi(argv[2]) : 16);
+  else { printf("FAIL unknown subcommand %s\n", cmd); return 2; }
+  if (argc > 4 && hfp_intercept_write_metrics(argv[4]) != 0) { printf("FAIL metrics\n"); f++; }
+  printf("%s %s: %d failures\n", f ? "FAIL" : "ok", cmd, f);
+  return f ? 1 : 0;
+}

@@ -1,0 +1,122 @@
+//! What the interposers' integration tests share: finding the built library, compiling the C
+//! programs of `intercept/tests/c/` with `cc` (or `$CC`), running them.
+//!
+//! The library: cargo builds the test's own package's cdylib into `target/<profile>/deps/`
+//! with the test (the package declares `cdylib` and `rlib`); if it is not there, `cargo build`
+//! of that package runs (same profile).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `intercept/`.
+pub fn intercept_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("intercept/<crate>").to_path_buf()
+}
+
+pub fn c_dir() -> PathBuf {
+    intercept_dir().join("tests/c")
+}
+
+/// `target/<profile>`: the test binary lives in `target/<profile>/deps/`.
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+pub fn work_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn show(out: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The directory holding `lib{name}.so` (built by `package`).
+pub fn library_dir(name: &str, package: &str) -> PathBuf {
+    let file = format!("lib{name}.so");
+    let dir = profile_dir();
+    for d in [dir.join("deps"), dir.clone()] {
+        if d.join(&file).exists() {
+            return d;
+        }
+    }
+    let mut c = Command::new(env!("CARGO"));
+    c.args(["build", "-p", package]);
+    if !cfg!(debug_assertions) {
+        c.arg("--release");
+    }
+    let out = c.output().expect("cargo build");
+    assert!(out.status.success(), "cargo build -p {package}\n{}", show(&out));
+    assert!(dir.join(&file).exists(), "no {file} in {}", dir.display());
+    dir
+}
+
+pub fn cc() -> Command {
+    let cc = std::env::var("CC").ok().filter(|v| !v.is_empty()).unwrap_or_else(|| "cc".into());
+    Command::new(cc)
+}
+
+/// Compiles `sources` (in `intercept/tests/c/`) into `out` with `flags`, linking `libs`
+/// (`-l` names) from `lib_dirs` with an rpath to each.
+pub fn compile(out: &Path, sources: &[&str], flags: &[&str], lib_dirs: &[&Path], libs: &[&str]) {
+    let mut c = cc();
+    c.args(["-O1", "-g", "-Wall", "-std=gnu11", "-o"]).arg(out);
+    for s in sources {
+        c.arg(c_dir().join(s));
+    }
+    c.args(flags).arg(format!("-I{}", c_dir().display()));
+    for d in lib_dirs {
+        // An RPATH (not RUNPATH): searched before LD_LIBRARY_PATH, which cargo points at
+        // target/<profile>/ where an older uplifted copy may lie.
+        c.arg(format!("-L{}", d.display())).arg(format!("-Wl,-rpath,{}", d.display())).arg("-Wl,--disable-new-dtags");
+    }
+    for l in libs {
+        c.arg(format!("-l{l}"));
+    }
+    c.args(["-lm", "-lpthread", "-ldl"]);
+    let o = c.output().unwrap_or_else(|e| panic!("cannot run the C compiler: {e}"));
+    assert!(o.status.success(), "compiling {sources:?} failed\n{}", show(&o));
+}
+
+/// Runs `exe args` with `env` added (and the pool's own variables cleared first, so the
+/// caller's environment cannot change the test); asserts success unless `expect_ok` is false.
+pub fn run(exe: &Path, args: &[&str], env: &[(&str, &str)], expect_ok: bool) -> Output {
+    let mut c = Command::new(exe);
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("HIPFFT_POOL_") || k == "LD_PRELOAD" || k == "LD_LIBRARY_PATH" {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied());
+    let o = c.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    if expect_ok {
+        assert!(o.status.success(), "{} {args:?} failed\n{}", exe.display(), show(&o));
+    }
+    o
+}
+
+/// The metrics JSON a program wrote.
+pub fn metrics(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("no metrics at {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad metrics JSON {text}: {e}"))
+}
+
+pub fn get(m: &serde_json::Value, key: &str) -> u64 {
+    m[key].as_u64().unwrap_or_else(|| panic!("metrics lack {key}: {m}"))
+}
+
+/// The dynamic symbols `lib` defines.
+pub fn exported(lib: &Path) -> Vec<String> {
+    let o = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output().expect("nm (binutils) is needed");
+    assert!(o.status.success(), "nm failed\n{}", show(&o));
+    String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.split_whitespace().nth(2)).map(str::to_string).collect()
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The interposer under real frameworks on an NVIDIA GPU: MLX 0.32.2's own test_fft.py, a
+# faithful subset of PyTorch's test_spectral_ops.py and of CuPy's fft_tests, each natively and
+# through libhipfft_pool_cufft.so (LD_PRELOAD), and the 26-shape cycle per call.
+#
+# Staging (on the build machine, from the repository root; see docs/frameworks.md):
+#   scripts/frameworks-device.sh stage DIR      # DIR: a folder .git/info/exclude ignores
+# copies the stripped interposer, the runners, MLX's tests and the probe shapes into DIR and
+# packs MLX's CUDA wheels into DIR/mlx (../shared/tools/stage-mlx.sh). On the device machine,
+# from the repository root, with DIR carried:
+#   scripts/frameworks-device.sh torch DIR      # PyTorch and CuPy; also keeps DIR/mlx/mlx.part.aa
+#   scripts/frameworks-device.sh mlx DIR        # MLX (needs mlx.part.aa from the call before)
+# Logs go to $OUT (default /tmp/frameworks-out) as one tarball plus summary.txt.
+set -uo pipefail
+
+phase=${1:?usage: frameworks-device.sh stage|torch|mlx DIR}
+dir=$(cd "${2:?usage: frameworks-device.sh stage|torch|mlx DIR}" 2>/dev/null && pwd || echo "$2")
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$phase" = stage ]; then
+  set -e
+  mkdir -p "$dir/lib" "$dir/run" "$dir/mlxtests"
+  cargo build --release -p hipfft-pool-cufft --manifest-path "$root/Cargo.toml"
+  cp "$root/target/release/libhipfft_pool_cufft.so" "$dir/lib/"
+  strip --strip-debug "$dir/lib/libhipfft_pool_cufft.so"
+  cp "$root"/scripts/frameworks/*.py "$root/scripts/torch_cupy_bench.py" "$root/data/probe-shapes.json" "$dir/run/"
+  cp "$root/scripts/frameworks-device.sh" "$dir/run/"
+  git -C "$root" rev-parse HEAD >"$dir/run/COMMIT"
+  cp "$root"/../shared/third_party/mlx-v0.32.2/{test_fft.py,mlx_tests.py} "$dir/mlxtests/"
+  cp "$root/../shared/tools/mlx-on-device.sh" "$dir/run/"
+  [ -f "$dir/mlx/mlx.part.aa" ] || bash "$root/../shared/tools/stage-mlx.sh" "$dir/mlx"
+  ls -l "$dir"/lib "$dir"/mlx
+  exit 0
+fi
+
+out=${OUT:-/tmp/frameworks-out}
+logs=/tmp/frameworks-logs
+mkdir -p "$out" "$logs"
+lib=$dir/lib/libhipfft_pool_cufft.so
+summary=$out/summary.txt
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+
+note() { echo "$*" | tee -a "$summary"; }
+
+# run NAME SECONDS CMD...: natively, with the log in $logs/NAME.log
+run() {
+  local name=$1 secs=$2; shift 2
+  local t0=$SECONDS
+  timeout "$secs" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  note "$name: exit $rc in $((SECONDS - t0)) s: $(grep -E '^(SUMMARY|RESULT)|passed|failed' "$logs/$name.log" | tail -1)"
+  # Packed after every step, so a call stopped at its limit still brings back what ran.
+  tar czf "$out/$phase-logs.tgz" -C "$logs" .
+}
+
+# pre NAME SECONDS CEILING CMD...: through the interposer, the pool's capacity = ceiling,
+# its metrics JSON in $logs/NAME.metrics.json
+pre() {
+  local name=$1 secs=$2 ceiling=$3; shift 3
+  run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
+    HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures')})" "$logs/$name.metrics.json")"
+}
+
+finish() {
+  tar czf "$out/$phase-logs.tgz" -C "$logs" .
+  note "logs: $phase-logs.tgz"
+}
+
+note "== $phase $(date -u +%FT%TZ) commit $(cat "$dir/run/COMMIT" 2>/dev/null || echo unknown)"
+nvidia-smi -L 2>&1 | tee -a "$summary"
+
+case $phase in
+keep)
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ && note "kept mlx.part.aa"
+  ;;
+torch)
+  # Keep MLX's first part for the next call (the machine stays warm 30 s between calls).
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
+  python3 -c "import torch, cupy, numpy; print('torch', torch.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)" 2>&1 | tee -a "$summary"
+  r=$dir/run
+  run torch-native 100 python3 "$r/torch_spectral_subset.py"
+  pre torch-pool-c128 100 128 python3 "$r/torch_spectral_subset.py"
+  pre torch-pool-c12 100 12 python3 "$r/torch_spectral_subset.py"
+  run cupy-native 100 python3 "$r/cupy_fft_subset.py"
+  pre cupy-pool-c128 100 128 python3 "$r/cupy_fft_subset.py"
+  pre cupy-pool-c12 100 12 python3 "$r/cupy_fft_subset.py"
+  run bench-native 80 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-native.json"
+  pre bench-pool-c128 80 128 python3 "$r/torch_cupy_bench.py" --shapes "$r/probe-shapes.json" --cycles 400 --miss-cycles 30 --warmup 10 --json "$logs/bench-pool-c128.json"
+  ;;
+mlx)
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.ab /tmp/mlxparts/
+  export PARTS_DIR=/tmp/mlxparts
+  # shellcheck disable=SC1091
+  source "$dir/run/mlx-on-device.sh" >"$logs/mlx-unpack.log" 2>&1
+  cat "$logs/mlx-unpack.log" >>"$summary"
+  t=$dir/mlxtests
+  cd "$t" || exit 1
+  export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
+  [ -n "${QUICK:-}" ] || run mlx-test-native 120 python3 -m pytest -q -p no:cacheprovider test_fft.py
+  for c in 128 26 12; do
+    pre "mlx-test-pool-c$c" 120 "$c" python3 -m pytest -q -p no:cacheprovider test_fft.py
+  done
+  # test_fft_vmap at ceiling 12, repeated, under each capture policy, and natively
+  for i in $([ -n "${QUICK:-}" ] || echo 1 2); do
+    run "mlx-vmap-native-$i" 60 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    pre "mlx-vmap-pool-c12-auto-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    HIPFFT_POOL_CAPTURE=release-on-run pre "mlx-vmap-pool-c12-release-$i" 60 12 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+    HIPFFT_POOL_CAPTURE=pin pre "mlx-vmap-pool-c128-pin-$i" 60 128 python3 -m pytest -q -p no:cacheprovider test_fft.py -k vmap
+  done
+  b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
+  [ -n "${QUICK:-}" ] || run mlx-cycle-native-cache128 60 $b
+  pre mlx-cycle-pool-cache128 60 128 $b
+  if [ -z "${QUICK:-}" ]; then
+    HIPFFT_POOL_CAPTURE=release-on-run pre mlx-cycle-pool-cache128-release 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8-again 60 $b --cycles 60
+  fi
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
+  MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
+  ;;
+*)
+  echo "unknown phase $phase" >&2
+  exit 2
+  ;;
+esac
+finish
