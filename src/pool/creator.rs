@@ -25,11 +25,13 @@ use crate::sync::{Condvar, Mutex, lock};
 
 /// Most creation workers a pool runs at once. A worker stuck in a call that never returns
 /// keeps its place; the device it is stuck on is refused new misses meanwhile.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const MAX_WORKERS: usize = 4;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// The pool's creation workers.
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct Creators {
     tx: Sender<Job>,
     rx: Receiver<Job>,
@@ -66,6 +68,7 @@ impl Creators {
         self.tx.send(Box::new(job)).map_err(|_| Error::ShutDown)
     }
 
+    #[cfg_attr(loom, allow(dead_code))]
     fn spawn_worker(&self) -> Result<()> {
         let n = self.started.fetch_add(1, Ordering::SeqCst);
         if n >= MAX_WORKERS {

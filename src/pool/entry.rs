@@ -178,6 +178,7 @@ impl Core {
     }
 
     /// Retries the destroys that could not run. Called by the destroyer thread.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn retry_undestroyed(&self) {
         let pending = std::mem::take(&mut *lock(&self.undestroyed));
         for e in pending {

@@ -28,7 +28,9 @@ use crate::pool::lease_state::{Evicted, LeaseState};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
 use crate::runtime::boundary::{CreatedPlan, PlanOptions, Runtime, with_device};
-use crate::sync::channel::{Receiver, RecvTimeoutError, Sender, bounded, unbounded};
+#[cfg(not(loom))]
+use crate::sync::channel::RecvTimeoutError;
+use crate::sync::channel::{Receiver, Sender, bounded, unbounded};
 use crate::sync::map::{ConcurrentMap, new_map};
 use crate::sync::thread::{self, JoinHandle};
 use crate::sync::stat::AtomicU64;

@@ -89,7 +89,8 @@ fn release_after_completion_racing_shutdown() {
                 assert_eq!(rt.live(), 0, "shutdown returned with a live handle");
             })
         };
-        let handed = lease.release_after(STREAM);
+        // SAFETY: STREAM is the model runtime's stream, live for the whole test.
+        let handed = unsafe { lease.release_after(STREAM) };
         rt.finish_gpu_work();
         if let Err(e) = handed {
             assert!(matches!(e.error, crate::error::Error::ShutDown), "{e:?}");

@@ -224,7 +224,8 @@ fn sim() -> &'static SimRuntime {
     SIM.get_or_init(|| SimRuntime::new(SimConfig::default()))
 }
 
-impl Decorator for ModelRuntime {
+// SAFETY: the model hands out only handles it made and checks every use of them.
+unsafe impl Decorator for ModelRuntime {
     fn inner(&self) -> &dyn Runtime {
         sim()
     }
@@ -250,7 +251,7 @@ impl Decorator for ModelRuntime {
         Ok(CreatedPlan { plan, work_size: 0 })
     }
 
-    fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         assert!(!self.in_use.lock().unwrap().contains(&plan), "plan {plan:?} destroyed while a lease holder uses it");
         if self.pending.lock().unwrap().contains(&plan) {
@@ -266,21 +267,21 @@ impl Decorator for ModelRuntime {
         Ok(RawEvent(self.next.fetch_add(1, StdOrdering::SeqCst)))
     }
 
-    fn event_record(&self, _event: RawEvent, _stream: RawStream) -> Result<()> {
+    unsafe fn event_record(&self, _event: RawEvent, _stream: RawStream) -> Result<()> {
         Ok(())
     }
 
     /// Not done the first time: the GPU finishes right after it was first asked (or when
     /// the test says so). One round of polling, not a spin loop for loom to unroll.
-    fn event_query(&self, _event: RawEvent) -> Result<bool> {
+    unsafe fn event_query(&self, _event: RawEvent) -> Result<bool> {
         Ok(self.gpu_done.swap(true, Ordering::SeqCst))
     }
 
-    fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
+    unsafe fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
         Ok(())
     }
 
-    fn event_destroy(&self, _event: RawEvent) -> Result<()> {
+    unsafe fn event_destroy(&self, _event: RawEvent) -> Result<()> {
         self.live_events.fetch_sub(1, StdOrdering::SeqCst);
         Ok(())
     }
