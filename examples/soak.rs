@@ -62,6 +62,7 @@ struct Counts {
     leased: AtomicU64,
     timeouts: AtomicU64,
     create_errors: AtomicU64,
+    stuck_errors: AtomicU64,
     execs: AtomicU64,
     exec_errors: AtomicU64,
     release_now: AtomicU64,
@@ -174,6 +175,18 @@ fn worker(s: &Shared, id: u64) {
                 Shared::bump(&s.counts.timeouts);
                 let t = e.to_string();
                 s.check(t.contains("live of ceiling"), || format!("a timeout without the counts: {t}"));
+                Shared::bump(&s.counts.ops);
+                continue;
+            }
+            // An injected hang of a create or destroy outlasts the acquire timeout (hangs
+            // run to 150 ms, the timeout is 100 ms): misses on the device then fail at once.
+            Err(e @ Error::DeviceStuck { .. }) => {
+                Shared::bump(&s.counts.stuck_errors);
+                let t = e.to_string();
+                let injected = s.counts.hangs_injected.load(Ordering::Relaxed) > 0;
+                s.check(injected && t.contains("has been running"), || {
+                    format!("a stuck device with no hang injected, or an error without the call: {t}")
+                });
                 Shared::bump(&s.counts.ops);
                 continue;
             }
@@ -455,6 +468,7 @@ fn report(args: &Args, s: &Shared, elapsed: Duration, m: Option<&hipfft_pool::Me
         "ceiling_waits": m.ceiling_waits,
         "timeouts": ld(&c.timeouts),
         "create_errors": ld(&c.create_errors),
+        "stuck_errors": ld(&c.stuck_errors),
         "execs": ld(&c.execs),
         "exec_errors": ld(&c.exec_errors),
         "release_now": ld(&c.release_now),
