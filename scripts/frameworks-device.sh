@@ -119,6 +119,27 @@ mlx)
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
   MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
   ;;
+diag)
+  # The ceiling-12 wrong values: test_fftn and test_fft_vmap at ceiling 12, repeated, under
+  # each capture policy and with MLX committing each op's graph at once
+  # (MLX_MAX_OPS_PER_BUFFER=1: no captured work waits for a later launch).
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.ab /tmp/mlxparts/
+  export PARTS_DIR=/tmp/mlxparts
+  # shellcheck disable=SC1091
+  source "$dir/run/mlx-on-device.sh" >"$logs/mlx-unpack.log" 2>&1
+  cat "$logs/mlx-unpack.log" >>"$summary"
+  cd "$dir/mlxtests" || exit 1
+  export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
+  t="python3 -m pytest -q -p no:cacheprovider test_fft.py"
+  pre diag-c128 90 128 $t
+  pre diag-c26 90 26 $t
+  for i in 1 2; do
+    pre "diag-c12-auto-$i" 90 12 $t
+    HIPFFT_POOL_CAPTURE=release-on-run pre "diag-c12-release-$i" 90 12 $t
+    HIPFFT_POOL_CAPTURE=pin HIPFFT_POOL_CAPTURE_PIN_LIMIT=1000 pre "diag-c12-pin-$i" 90 12 $t
+    MLX_MAX_OPS_PER_BUFFER=1 pre "diag-c12-ops1-$i" 90 12 $t
+  done
+  ;;
 *)
   echo "unknown phase $phase" >&2
   exit 2
