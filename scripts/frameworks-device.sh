@@ -131,14 +131,31 @@ diag)
   cd "$dir/mlxtests" || exit 1
   export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
   t="python3 -m pytest -q -p no:cacheprovider test_fft.py"
-  pre diag-c128 90 128 $t
-  pre diag-c26 90 26 $t
-  for i in 1 2; do
-    pre "diag-c12-auto-$i" 90 12 $t
-    HIPFFT_POOL_CAPTURE=release-on-run pre "diag-c12-release-$i" 90 12 $t
-    HIPFFT_POOL_CAPTURE=pin HIPFFT_POOL_CAPTURE_PIN_LIMIT=1000 pre "diag-c12-pin-$i" 90 12 $t
-    MLX_MAX_OPS_PER_BUFFER=1 pre "diag-c12-ops1-$i" 90 12 $t
-  done
+  b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
+  case ${DIAG:-policies} in
+  policies)
+    pre diag-c128 90 128 $t
+    pre diag-c26 90 26 $t
+    for i in 1 2; do
+      pre "diag-c12-auto-$i" 90 12 $t
+      HIPFFT_POOL_CAPTURE=release-on-run pre "diag-c12-release-$i" 90 12 $t
+      HIPFFT_POOL_CAPTURE=pin HIPFFT_POOL_CAPTURE_PIN_LIMIT=1000 pre "diag-c12-pin-$i" 90 12 $t
+      MLX_MAX_OPS_PER_BUFFER=1 pre "diag-c12-ops1-$i" 90 12 $t
+    done
+    ;;
+  verify)
+    # After the fix: test_fft.py at each ceiling (auto twice at 12), and the cycle.
+    pre verify-c128 90 128 $t
+    pre verify-c26 90 26 $t
+    pre verify-c12-auto-1 90 12 $t
+    pre verify-c12-auto-2 90 12 $t
+    HIPFFT_POOL_CAPTURE=release-on-run pre verify-c12-release 90 12 $t
+    run mlx-cycle-native-cache128 60 $b
+    pre mlx-cycle-pool-cache128 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
+    ;;
+  esac
   ;;
 *)
   echo "unknown phase $phase" >&2

@@ -572,6 +572,10 @@ impl Engine {
         if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
         }
+        // A handle that pins a plan runs every execution on it, as its own native plan would.
+        if !s.pinned.is_empty() {
+            return;
+        }
         if s.prepared.is_some() || !matches!(self.capturing(s.stream), Ok(false)) {
             return;
         }
@@ -686,7 +690,7 @@ impl Engine {
         if !capturing {
             self.drain_deferred(Some(stream));
         }
-        let lease = match sticky.or_else(|| s.prepared.take().inspect(|_| {
+        let lease = match sticky.or_else(|| s.pinned.first().map(Lease::share)).or_else(|| s.prepared.take().inspect(|_| {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
             self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
         })) {

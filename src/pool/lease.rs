@@ -99,6 +99,28 @@ impl Lease {
         self.entry.work_size
     }
 
+    /// Another lease on the same plan: the plan stays alive until both are released. A
+    /// holder that keeps a plan for good (the interposer's pinned handles) serves each of
+    /// its executions from it instead of leasing a second plan of the same shape.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let kept = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let again = kept.share();
+    /// assert_eq!(again.plan(), kept.plan());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn share(&self) -> Lease {
+        self.entry.state.add_lease();
+        Lease { entry: self.entry.clone() }
+    }
+
     /// The descriptor the plan was made for.
     ///
     /// # Examples

@@ -57,6 +57,14 @@ impl LeaseState {
         }
     }
 
+    /// Takes one more lease for a holder that has one: allowed on an evicted plan too, which
+    /// stays alive while any lease holds it (the count is above zero throughout).
+    #[inline]
+    pub(crate) fn add_lease(&self) {
+        let prev = self.0.fetch_add(1, Ordering::Relaxed);
+        debug_assert!(prev & COUNT != 0 && prev & COUNT != COUNT, "add_lease without a lease held");
+    }
+
     /// Drops one lease. SeqCst pairs with the ceiling's waiter count (see `LiveCeiling`).
     #[inline]
     pub(crate) fn release(&self) -> Released {

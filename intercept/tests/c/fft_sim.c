@@ -8,7 +8,11 @@
  *   fft_sim threads T    T threads, each with its own stream and handles
  *   fft_sim errors       bad arguments give the library's codes and a message
  *   fft_sim worksizes    the work size reported at plan time is the real one, and is used
- *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles */
+ *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles
+ *   fft_sim mlx SHAPES   MLX 0.32.2's CUDA FFT pattern (fft.cu, device.cpp): a plan cache of
+ *                        virtual handles, each step set-stream, set-work-area, then one exec
+ *                        captured into its own graph; graphs launched only at a commit every
+ *                        few ops, so a step's input is the output of a graph not yet run */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -513,6 +517,121 @@ static int capture(int count) {
   return failures;
 }
 
+/* ---- MLX's pattern ---- */
+
+enum { MLX_OPS_PER_COMMIT = 3, MLX_MAX_GRAPHS = 2 * MLX_OPS_PER_COMMIT, MLX_MAX_SHAPES = 64 };
+
+typedef struct { int n, batch; handle_t h; size_t ws; int made; } mlx_plan;
+typedef struct {
+  void *graphs[MLX_MAX_GRAPHS];
+  void *temps[3 * MLX_MAX_GRAPHS];
+  int ngraphs, ntemps;
+  /* per op: input, final output, its reference */
+  float *out[MLX_OPS_PER_COMMIT];
+  double *want[MLX_OPS_PER_COMMIT];
+  int len[MLX_OPS_PER_COMMIT], nops;
+} mlx_buffer;
+
+static mlx_plan *mlx_get_plan(mlx_plan *cache, int n, int batch) {
+  for (int i = 0; i < MLX_MAX_SHAPES; i++)
+    if (cache[i].made && cache[i].n == n && cache[i].batch == batch) return &cache[i];
+  for (int i = 0; i < MLX_MAX_SHAPES; i++) {
+    if (cache[i].made) continue;
+    mlx_plan *p = &cache[i];
+    p->n = n; p->batch = batch; p->made = 1;
+    OK(FFT(Create)(&p->h));
+    OK(FFT(SetAutoAllocation)(p->h, 0));
+    long long ln = n, emb = n;
+    OK(FFT(XtMakePlanMany)(p->h, 1, &ln, &emb, 1, n, DT_C_32F, &emb, 1, n, DT_C_32F, batch, &p->ws, DT_C_32F));
+    return p;
+  }
+  return NULL;
+}
+
+/* One step as fft.cu's execute_fft does it: set stream, a fresh work area (a temporary of the
+ * command buffer), set work area, then the exec inside a capture of its own. */
+static void mlx_step(mlx_plan *p, void *stream, float *in, float *out, mlx_buffer *cb) {
+  OK(FFT(SetStream)(p->h, stream));
+  void *ws = p->ws ? malloc(p->ws) : NULL;
+  if (ws) cb->temps[cb->ntemps++] = ws;
+  OK(FFT(SetWorkArea)(p->h, ws));
+  CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin capture");
+  CHECK(FFT(XtExec)(p->h, in, out, DIR_FORWARD) == R_SUCCESS, "captured XtExec n=%d batch=%d", p->n, p->batch);
+  void *graph = NULL;
+  CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "end capture");
+  cb->graphs[cb->ngraphs++] = graph;
+}
+
+/* The commit: launch the command buffer's graphs in order, wait, check every op's result,
+ * free the temporaries (work areas and intermediates). */
+static void mlx_commit(void *stream, mlx_buffer *cb, int *checked) {
+  for (int g = 0; g < cb->ngraphs; g++) {
+    CHECK(hfp_intercept_sim_graph_launch(cb->graphs[g], stream) == 0, "launch");
+  }
+  CHECK(hfp_intercept_synchronize() == 0, "synchronize");
+  for (int g = 0; g < cb->ngraphs; g++) hfp_intercept_sim_graph_destroy(cb->graphs[g]);
+  for (int o = 0; o < cb->nops; o++) {
+    double e = rel_err(cb->out[o], 0, cb->want[o], cb->len[o]);
+    CHECK(e < 1e-4, "op %d of a command buffer: relative error %g", *checked, e);
+    (*checked)++;
+    free(cb->out[o]); free(cb->want[o]);
+  }
+  for (int t = 0; t < cb->ntemps; t++) free(cb->temps[t]);
+  memset(cb, 0, sizeof(*cb));
+}
+
+static int mlx(int shapes) {
+  if (shapes < 1 || shapes > MLX_MAX_SHAPES) shapes = 20;
+  void *stream = NULL;
+  handle_t first;
+  OK(FFT(Create)(&first)); /* the runtime exists from the first call on */
+  CHECK(hfp_intercept_stream_create(&stream) == 0, "stream");
+  mlx_plan *cache = calloc(MLX_MAX_SHAPES, sizeof(mlx_plan));
+  mlx_buffer cb;
+  memset(&cb, 0, sizeof(cb));
+  int checked = 0;
+  for (int round = 0; round < 4; round++) {
+    for (int k = 0; k < shapes; k++) {
+      /* a two-step op (fft2 over rows, as fftn runs one axis after the other): both steps
+       * share one plan key, so one handle serves two captured executions of one buffer */
+      int n = 8 + 2 * (k % 7), batch = 1 + k / 7;
+      int len = n * batch * 2;
+      float *in = calloc((size_t)len, sizeof(float)), *mid = calloc((size_t)len, sizeof(float));
+      float *out = calloc((size_t)len, sizeof(float));
+      cplx *x = calloc((size_t)n * batch, sizeof(cplx)), *y = calloc((size_t)n * batch, sizeof(cplx));
+      cplx *z = calloc((size_t)n * batch, sizeof(cplx));
+      for (int i = 0; i < n * batch; i++) {
+        x[i].re = rnd(); x[i].im = rnd();
+        in[2 * i] = (float)x[i].re; in[2 * i + 1] = (float)x[i].im;
+      }
+      int dims[1] = {n};
+      dft(x, y, dims, 1, batch, -1);
+      dft(y, z, dims, 1, batch, -1);
+      double *want = calloc((size_t)len, sizeof(double));
+      for (int i = 0; i < n * batch; i++) { want[2 * i] = z[i].re; want[2 * i + 1] = z[i].im; }
+      mlx_plan *p = mlx_get_plan(cache, n, batch);
+      CHECK(p != NULL, "plan cache full");
+      if (!p) break;
+      mlx_step(p, stream, in, mid, &cb);
+      mlx_step(p, stream, mid, out, &cb);
+      cb.temps[cb.ntemps++] = in;
+      cb.temps[cb.ntemps++] = mid;
+      cb.out[cb.nops] = out; cb.want[cb.nops] = want; cb.len[cb.nops] = len; cb.nops++;
+      free(x); free(y); free(z);
+      if (cb.nops == MLX_OPS_PER_COMMIT) mlx_commit(stream, &cb, &checked);
+    }
+  }
+  if (cb.nops) mlx_commit(stream, &cb, &checked);
+  for (int i = 0; i < MLX_MAX_SHAPES; i++)
+    if (cache[i].made) OK(FFT(Destroy)(cache[i].h));
+  OK(FFT(Destroy)(first));
+  free(cache);
+  long v = hfp_intercept_sim_violations();
+  CHECK(v == 0, "the simulated runtime recorded %ld misuses", v);
+  if (failures == 0) printf("ok %d MLX-pattern ops checked; sim peak %ld, no misuse\n", checked, hfp_intercept_sim_peak_live_handles());
+  return failures;
+}
+
 int main(int argc, char **argv) {
   const char *cmd = argc > 1 ? argv[1] : "numerics";
   int f;
@@ -522,6 +641,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "errors")) f = errors();
   else if (!strcmp(cmd, "worksizes")) f = worksizes();
   else if (!strcmp(cmd, "capture")) f = capture(argc > 2 ? atoi(argv[2]) : 16);
+  else if (!strcmp(cmd, "mlx")) f = mlx(argc > 2 ? atoi(argv[2]) : 20);
   else { printf("FAIL unknown subcommand %s\n", cmd); return 2; }
   if (argc > 4 && hfp_intercept_write_metrics(argv[4]) != 0) { printf("FAIL metrics\n"); f++; }
   printf("%s %s: %d failures\n", f ? "FAIL" : "ok", cmd, f);
