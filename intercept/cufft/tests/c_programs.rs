@@ -170,11 +170,12 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
         ("HIPFFT_POOL_CAPTURE", "release-on-run"),
     ];
     let plugin = dir.join("libplugin.so");
-    // Pinned (the default policy while few handles are pinned): no host node, the handle
-    // holds the plan until it is destroyed.
+    // Pinned (`auto` while few handles are pinned): no host node, the handle holds the plan
+    // until it is destroyed.
     let pinned_end = dir.join("pinned.json");
     let pinned_env = [
         ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("HIPFFT_POOL_CAPTURE", "auto"),
         ("HIPFFT_POOL_METRICS_OUT", pinned_end.to_str().unwrap()),
         ("HIPFFT_POOL_LIVE_CEILING", "4"),
         ("STUB_EXPECT_NODES", "0"),
