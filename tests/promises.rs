@@ -208,3 +208,32 @@ fn a_destroy_that_could_not_run_keeps_its_handle_counted_until_it_is_retried() {
     });
     assert!(pool.acquire(&PlanDesc { device: 1, ..c2c(16, 1) }).is_ok());
 }
+
+/// Issue 14, item 9: when neither a query nor a synchronize of the event behind a
+/// `release_after` works (a device in error), the lease stays held: the plan is not handed
+/// out idle, not evicted and not destroyed, until a later query proves the work done.
+#[test]
+fn a_release_whose_event_cannot_be_waited_on_keeps_its_plan_until_proven_done() {
+    let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(1), ..SimConfig::default() });
+    let pool = pool(&rt, 1, 1, Duration::from_millis(150));
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 1)).unwrap();
+    let plan = lease.plan();
+    let job = enqueue(&rt, &lease, &stream, 7);
+    sim.set_faults(SimConfig { exec_latency: Duration::from_millis(1), fail_event_wait: true, ..SimConfig::default() });
+    // SAFETY: the stream is live and outlives the pool's use of it below.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
+    // The only slot stays taken: a miss for another shape times out, and the plan lives.
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "{e}");
+    assert!(sim.is_live(plan), "the plan was destroyed while its work was unproven");
+    assert_eq!(sim.live_handles(), 1);
+    assert!(pool.metrics().event_failures >= 1, "{:?}", pool.metrics());
+    // The device recovers: a later query proves the work done, the lease goes, and the
+    // miss can evict the plan.
+    sim.set_faults(SimConfig::default());
+    let _other = pool.acquire(&c2c(32, 1)).unwrap();
+    wait_until("the unproven plan to be destroyed", Duration::from_secs(5), || !sim.is_live(plan));
+    assert!(job.check(&stream) < 1e-4);
+    assert_eq!(sim.violations().len(), 0, "{:?}", sim.violations());
+}

@@ -311,7 +311,9 @@ impl PlanEntry {
             return Err((Error::ShutDown, self));
         }
         let recorded = with_device(rt, device, || {
-            let event = match lock(&core.free_events).get_mut(&device).and_then(|v| v.pop()) {
+            // The free list's lock is held for the pop only, never across event_create.
+            let reused = lock(&core.free_events).get_mut(&device).and_then(|v| v.pop());
+            let event = match reused {
                 Some(e) => e,
                 None => rt.event_create()?,
             };
@@ -334,7 +336,7 @@ impl PlanEntry {
         };
         let tx = core.completion_tx.lock().clone();
         match tx {
-            Some(tx) => tx.send(PendingRelease { entry: self, event, stream }).map_err(|e| {
+            Some(tx) => tx.send(PendingRelease { entry: self, event, stream, unproven: std::cell::Cell::new(false) }).map_err(|e| {
                 // The completion thread is gone: the event goes back (or is destroyed), not lost.
                 core.recycle_event(device, e.0.event);
                 (Error::ShutDown, e.0.entry)
@@ -356,6 +358,9 @@ pub(crate) struct PendingRelease {
     entry: Arc<PlanEntry>,
     event: RawEvent,
     stream: RawStream,
+    /// Set once neither a query nor a synchronize of the event could prove the work done:
+    /// the lease is kept (the plan is neither reused idle nor destroyed) and polled again.
+    unproven: std::cell::Cell<bool>,
 }
 
 impl Completes for PendingRelease {
@@ -367,24 +372,34 @@ impl Completes for PendingRelease {
         (self.stream.0 > 2).then_some((self.entry.desc.device, self.stream.0))
     }
 
-    /// Whether the event fired (or broke, and the wait fell back to synchronizing it).
+    /// Whether the event proves the work done: it fired, or its query failed and a
+    /// synchronize of it returned. When both fail (a device in error) the work is not
+    /// proven done: the lease stays held, counted in `event_failures` and logged once, and
+    /// a later round asks again. Releasing it would let a plan be reused or destroyed
+    /// under work that may still run.
     fn poll(&self) -> bool {
         let e = &self.entry;
         let rt = &*e.core.runtime;
         // SAFETY: a pending release owns its live event until it is recycled.
-        let fired = with_device(rt, e.desc.device, || match unsafe { rt.event_query(self.event) } {
+        let proven = with_device(rt, e.desc.device, || match unsafe { rt.event_query(self.event) } {
             Ok(done) => Ok(done),
-            Err(err) => {
-                Counters::bump(&e.dev.counters.event_failures);
-                tracing::warn!(error = %err, plan = ?e.plan, "event query failed; synchronizing the event instead");
-                // SAFETY: as for the query.
-                if let Err(err) = unsafe { rt.event_synchronize(self.event) } {
-                    tracing::error!(error = %err, plan = ?e.plan, "event synchronize failed; releasing the lease anyway (the device is in error)");
+            // SAFETY: as for the query.
+            Err(query) => match unsafe { rt.event_synchronize(self.event) } {
+                Ok(()) => Ok(true),
+                Err(sync) => {
+                    if !self.unproven.replace(true) {
+                        Counters::bump(&e.dev.counters.event_failures);
+                        tracing::error!(
+                            query = %query, synchronize = %sync, plan = ?e.plan,
+                            "the event behind a release_after could not be queried or synchronized; \
+                             the lease stays held until a later query proves the work done"
+                        );
+                    }
+                    Ok(false)
                 }
-                Ok(true)
-            }
+            },
         });
-        fired.unwrap_or(true)
+        proven.unwrap_or(false)
     }
 
     /// Recycles the event, then releases the lease.

@@ -39,6 +39,9 @@ pub struct SimConfig {
     pub fail_destroy_every: Option<u64>,
     /// Every K-th `event_record` fails with `hipErrorInvalidValue` (`HIPFFT_POOL_SIM_FAIL_EVENT_EVERY`).
     pub fail_event_every: Option<u64>,
+    /// While set, every event query and event synchronize fails with `hipErrorLaunchFailure`
+    /// (a device in error: no event can prove work done) (`HIPFFT_POOL_SIM_FAIL_EVENT_WAIT=1`).
+    pub fail_event_wait: bool,
     /// Every K-th `malloc` fails with `hipErrorOutOfMemory` (`HIPFFT_POOL_SIM_FAIL_MALLOC_EVERY`).
     pub fail_malloc_every: Option<u64>,
     /// Every destroy blocks in a pipe read until `unblock_all`, then returns
@@ -61,6 +64,7 @@ impl Default for SimConfig {
             fail_exec_every: None,
             fail_destroy_every: None,
             fail_event_every: None,
+            fail_event_wait: false,
             fail_malloc_every: None,
             block_destroy: false,
             block_create: false,
@@ -96,6 +100,7 @@ const ENV_VARS: &[EnvVar] = &[
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_exec_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_DESTROY_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_destroy_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EVENT_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_event_every = Some(v) },
+    EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EVENT_WAIT", min: 0, max: 1, set: |c, v| c.fail_event_wait = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_MALLOC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_malloc_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_DESTROY", min: 0, max: 1, set: |c, v| c.block_destroy = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_CREATE", min: 0, max: 1, set: |c, v| c.block_create = v == 1 },

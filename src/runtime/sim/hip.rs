@@ -178,6 +178,9 @@ impl SimRuntime {
     }
 
     pub(super) fn hip_event_query(&self, event: RawEvent) -> Result<bool> {
+        if self.config.read().fail_event_wait && self.events.exists(event) {
+            return Err(hip_err("hipEventQuery", hip::hipErrorLaunchFailure));
+        }
         match self.events.mark(event) {
             Some(mark) => Ok(mark.is_none_or(|m| m.passed())),
             None => Err(self.hip_misuse(
@@ -189,6 +192,9 @@ impl SimRuntime {
     }
 
     pub(super) fn hip_event_synchronize(&self, event: RawEvent) -> Result<()> {
+        if self.config.read().fail_event_wait && self.events.exists(event) {
+            return Err(hip_err("hipEventSynchronize", hip::hipErrorLaunchFailure));
+        }
         match self.events.mark(event) {
             Some(mark) => {
                 if let Some(m) = mark {
