@@ -673,6 +673,17 @@ enum hfp_status hfp_pool_synchronize(struct hfp_pool *pool, void *stream);
  */
 const char *hfp_pool_runtime(const struct hfp_pool *pool);
 
+/**
+ * The pool's configuration warnings, one per line (`\n` between them), or "" when there
+ * are none: variables of the environment that were ignored, and a process-wide live ceiling
+ * asked for after the first pool had set another limit (the pool then shares the first
+ * one). Each is also printed to stderr when the pool is made.
+ *
+ * `pool`: borrowed. Returns a string owned by the pool, valid until `hfp_pool_free`;
+ * NULL for a NULL pool.
+ */
+const char *hfp_pool_warnings(const struct hfp_pool *pool);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

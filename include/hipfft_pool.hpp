@@ -188,6 +188,15 @@ class Pool {
     return name;
   }
 
+  // The pool's configuration warnings, one per line; empty when there are none.
+  std::string warnings() const {
+    const char* w = hfp_pool_warnings(raw_);
+    if (w == nullptr) {
+      throw Error(HFP_INVALID_ARGUMENT, hfp_last_error_message());
+    }
+    return w;
+  }
+
   void trim() const { detail::check(hfp_pool_trim(raw_)); }
   void set_capacity(std::size_t capacity) const { detail::check(hfp_pool_set_capacity(raw_, capacity)); }
   void synchronize(void* stream) const { detail::check(hfp_pool_synchronize(raw_, stream)); }

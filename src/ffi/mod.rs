@@ -42,7 +42,7 @@ pub use lease::{
 pub use pool::{
     hfp_config_default, hfp_default_pool, hfp_pool, hfp_pool_free, hfp_pool_from_env, hfp_pool_metrics,
     hfp_pool_metrics_text, hfp_pool_new, hfp_pool_runtime, hfp_pool_set_capacity, hfp_pool_set_flush_hook,
-    hfp_pool_synchronize, hfp_pool_trim,
+    hfp_pool_synchronize, hfp_pool_trim, hfp_pool_warnings,
 };
 pub use types::{
     HFP_C2C, HFP_C2R, HFP_CEILING_PER_DEVICE, HFP_CEILING_PRIVATE, HFP_CEILING_PROCESS_WIDE, HFP_D2Z, HFP_FORWARD,

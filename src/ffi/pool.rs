@@ -19,6 +19,17 @@ use crate::runtime::boundary::RawStream;
 #[allow(non_camel_case_types)]
 pub struct hfp_pool {
     pool: PlanPool,
+    /// The configuration warnings (the environment's and the pool's), one per line.
+    warnings: std::ffi::CString,
+}
+
+impl hfp_pool {
+    fn new(pool: PlanPool, env_warnings: &[String]) -> hfp_pool {
+        let lines: Vec<&str> = env_warnings.iter().chain(pool.warnings()).map(String::as_str).collect();
+        // A NUL inside a message cannot reach C: it is replaced.
+        let warnings = std::ffi::CString::new(lines.join("\n").replace('\0', " ")).unwrap_or_default();
+        hfp_pool { pool, warnings }
+    }
 }
 
 /// # Safety
@@ -74,7 +85,7 @@ pub unsafe extern "C" fn hfp_pool_new(config: *const hfp_config, out: *mut *mut 
         // SAFETY: non-null; the caller promises `struct_size` readable bytes.
         let cfg = unsafe { hfp_config::to_pool_config(config) }?;
         let pool = make_pool(cfg, &[])?;
-        *slot = Box::into_raw(Box::new(hfp_pool { pool }));
+        *slot = Box::into_raw(Box::new(hfp_pool::new(pool, &[])));
         Ok(())
     })
 }
@@ -93,7 +104,7 @@ pub unsafe extern "C" fn hfp_pool_from_env(out: *mut *mut hfp_pool) -> hfp_statu
         let slot = out_ptr(out, "out")?;
         let (cfg, warnings) = PoolConfig::from_env();
         let pool = make_pool(cfg, &warnings)?;
-        *slot = Box::into_raw(Box::new(hfp_pool { pool }));
+        *slot = Box::into_raw(Box::new(hfp_pool::new(pool, &warnings)));
         Ok(())
     })
 }
@@ -135,7 +146,7 @@ pub extern "C" fn hfp_default_pool() -> *mut hfp_pool {
     guard_value("hfp_default_pool", std::ptr::null_mut(), || {
         let made = DEFAULT_POOL.get_or_init(|| {
             let (cfg, warnings) = PoolConfig::from_env();
-            make_pool(cfg, &warnings).map(|pool| Box::new(hfp_pool { pool })).map_err(|f| f.message)
+            make_pool(cfg, &warnings).map(|pool| Box::new(hfp_pool::new(pool, &warnings))).map_err(|f| f.message)
         });
         match made {
             Ok(b) => Ok(&**b as *const hfp_pool as *mut hfp_pool),
@@ -329,3 +340,21 @@ pub unsafe extern "C" fn hfp_pool_runtime(pool: *const hfp_pool) -> *const c_cha
     .0
 }
 
+/// The pool's configuration warnings, one per line (`\n` between them), or "" when there
+/// are none: variables of the environment that were ignored, and a process-wide live ceiling
+/// asked for after the first pool had set another limit (the pool then shares the first
+/// one). Each is also printed to stderr when the pool is made.
+///
+/// `pool`: borrowed. Returns a string owned by the pool, valid until `hfp_pool_free`;
+/// NULL for a NULL pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_warnings(pool: *const hfp_pool) -> *const c_char {
+    guard_value("hfp_pool_warnings", std::ptr::null(), || {
+        if pool.is_null() {
+            return Err(Failure::null("pool"));
+        }
+        // SAFETY: non-null; the caller's promise that it is a live pool.
+        Ok(unsafe { &*pool }.warnings.as_ptr())
+    })
+    .0
+}

@@ -89,6 +89,8 @@ pub struct PlanPool {
     /// destroy may block forever, so they are never joined); the watchdog is joined on drop.
     _threads: Vec<JoinHandle<()>>,
     watchdog: Option<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)>,
+    /// What the pool could not do as configured (see [`PlanPool::warnings`]).
+    warnings: Vec<String>,
 }
 
 struct Inner {
@@ -157,17 +159,26 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn new(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<PlanPool> {
+        let mut warnings = Vec::new();
         let ceilings = match &config.ceiling_scope {
             CeilingScope::Shared(c) => CeilingPlan::Shared(c.clone()),
             CeilingScope::PerDevice => CeilingPlan::PerDevice(config.live_ceiling),
             CeilingScope::ProcessWide => {
                 let c = LiveCeiling::process_wide(config.live_ceiling);
                 if c.limit() != config.live_ceiling {
-                    tracing::warn!(
-                        asked = config.live_ceiling,
-                        effective = c.limit(),
-                        "the process-wide live ceiling was already set; sharing it"
+                    // A C or C++ host has no tracing subscriber: the message is also kept
+                    // for `warnings()` (hfp_pool_warnings) and printed when none is installed.
+                    let w = format!(
+                        "live_ceiling {} asked, but the process-wide live ceiling was already set to {} by the first pool; \
+                         this pool shares it (give this pool a private ceiling to use its own)",
+                        config.live_ceiling,
+                        c.limit()
                     );
+                    tracing::warn!(asked = config.live_ceiling, effective = c.limit(), "{w}");
+                    if !tracing::dispatcher::has_been_set() {
+                        eprintln!("hipfft-pool: warning: {w}");
+                    }
+                    warnings.push(w);
                 }
                 CeilingPlan::Shared(c)
             }
@@ -274,6 +285,7 @@ impl PlanPool {
             completion_done,
             _threads: vec![destroyer, completion],
             watchdog: watchdog_thread,
+            warnings,
         })
     }
 
@@ -329,6 +341,26 @@ impl PlanPool {
     /// ```
     pub fn ceiling_for(&self, device: i32) -> Arc<LiveCeiling> {
         self.core.device(device).ceiling.clone()
+    }
+
+    /// What this pool could not do as configured, one line each (empty when it did all):
+    /// today, a process-wide live ceiling asked for after the first pool had set another
+    /// limit. C hosts read the same lines with `hfp_pool_warnings`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    ///
+    /// let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// let pool = PlanPool::new(config, runtime)?;
+    /// assert!(pool.warnings().is_empty());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The most plans the cache keeps.

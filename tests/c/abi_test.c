@@ -530,12 +530,30 @@ static void test_double_release(hfp_pool *pool) {
   printf("double release detected: %s\n", hfp_last_error_message());
 }
 
+/* Issue 14, item 7: a process-wide ceiling asked for after the first pool set another is
+ * visible to a C host (and printed to stderr), not only to a Rust tracing subscriber. */
+static void test_warnings(void) {
+  hfp_pool *p = sim_pool(1, 7, 100, HFP_CEILING_PROCESS_WIDE);
+  if (p) {
+    const char *w = hfp_pool_warnings(p);
+    CHECK(w != NULL && strstr(w, "live_ceiling 7 asked") != NULL && strstr(w, "already set") != NULL);
+    hfp_pool_free(p);
+  }
+  hfp_pool *q = sim_pool(1, 8, 100, HFP_CEILING_PRIVATE);
+  if (q) {
+    CHECK(strcmp(hfp_pool_warnings(q), "") == 0);
+    hfp_pool_free(q);
+  }
+  CHECK(hfp_pool_warnings(NULL) == NULL && strstr(hfp_last_error_message(), "`pool`") != NULL);
+}
+
 int main(void) {
   hfp_pool *pool;
   setenv("HIPFFT_POOL_RUNTIME", "sim", 0);
   test_basics();
   test_config_and_pools();
   test_default_pool();
+  test_warnings();
   pool = sim_pool(16, 16, 2000, HFP_CEILING_PRIVATE);
   if (pool) {
     test_descriptors(pool);
