@@ -238,6 +238,6 @@ mod tests {
         assert!(parse_env_value("HIPFFT_POOL_SIM_NOPE", "1").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "+3").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "3 ").is_err());
-        assert_eq!(env_var_names().count(), 12);
+        assert_eq!(env_var_names().count(), 13);
     }
 }
