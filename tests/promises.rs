@@ -39,7 +39,9 @@ fn a_create_that_never_returns_ends_the_miss_within_its_timeout_and_marks_the_de
     assert!(e.to_string().contains("hipfftMakePlanMany64 had not returned"), "{e}");
     assert_eq!(sim.blocked_calls(), 1, "the creation is still inside the runtime");
 
-    // Every later miss on the device fails at once, naming the call and the plan.
+    // Every later miss on the device fails at once, naming the call and the plan. (One more
+    // timeout first: the worker may have entered the call after the miss began.)
+    std::thread::sleep(timeout);
     let started = Instant::now();
     let e = pool.acquire(&c2c(64, 1)).unwrap_err();
     assert!(started.elapsed() < Duration::from_millis(100), "a miss on a stuck device waited {:?}", started.elapsed());
@@ -85,6 +87,10 @@ fn a_destroy_that_never_returns_does_not_hold_the_miss_that_evicted() {
     assert_eq!(sim.live_handles(), 1, "the handle being destroyed is still alive");
     assert_eq!(pool.ceiling().live(), 1, "and still counted");
 
+    // The destroy was blocked when the miss ended; one more timeout and it has run for at
+    // least a whole timeout, whatever the scheduler did (the destroyer thread may start it
+    // well after the miss began on a loaded machine).
+    std::thread::sleep(timeout);
     let e = pool.acquire(&c2c(32, 1)).unwrap_err();
     assert!(matches!(&e, Error::DeviceStuck { call: "hipfftDestroy", .. }), "{e}");
 
