@@ -120,3 +120,37 @@ pub fn exported(lib: &Path) -> Vec<String> {
     assert!(o.status.success(), "nm failed\n{}", show(&o));
     String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.split_whitespace().nth(2)).map(str::to_string).collect()
 }
+
+/// MLX 0.32.2's pattern (fft.cu and device.cpp), the `mlx` subcommand of `fft_sim.c`: each
+/// step sets the stream and a fresh work area, then captures one exec into a graph of its
+/// own; the graphs run only at a commit every three ops, so a step's input is the output of
+/// a graph not yet launched, and two steps of one op share a handle. Keys cycled four times
+/// under a ceiling of 6: 20 keys under `auto` and `release-on-run`; 5 under `pin`, which keeps
+/// one plan per handle for good and so needs no more handles than the ceiling. Every op's
+/// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
+/// runs a destroyed plan). `lib` names the work folder.
+pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
+    for (policy, keys) in [("auto", 20u64), ("release-on-run", 20), ("pin", 5)] {
+        let dir = work_dir(&format!("{lib}_mlx_{policy}"));
+        let out = dir.join("m.json");
+        let env = [
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_LIVE_CEILING", "6"),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
+            ("HIPFFT_POOL_CAPTURE", policy),
+            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+        ];
+        let o = run(program, &["mlx", &keys.to_string()], &env, true);
+        let want = format!("ok {} MLX-pattern ops checked", 4 * keys);
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{policy}: {}", show(&o));
+        let m = metrics(&out);
+        assert!(get(&m, "sim_peak_live_handles") <= 6, "{policy}: {m}");
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
+        assert_eq!(get(&m, "captured_execs"), 8 * keys, "{policy}: {m}");
+        if policy == "pin" {
+            // Each handle ran every execution on the one plan it pinned.
+            assert_eq!(get(&m, "creations"), keys, "{m}");
+            assert_eq!(get(&m, "captured_released"), 0, "{m}");
+        }
+    }
+}
