@@ -138,3 +138,11 @@ impl Error {
     }
 }
 
+/// The text of a caught panic (a `&str` or `String` payload), for the error or log line
+/// that reports it.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}

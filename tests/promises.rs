@@ -106,6 +106,7 @@ struct Unruly {
     panic_create: AtomicBool,
     panic_destroy: AtomicUsize,
     refuse_set_device: AtomicBool,
+    panic_event_query: AtomicBool,
 }
 
 impl Unruly {
@@ -115,6 +116,7 @@ impl Unruly {
             panic_create: AtomicBool::new(false),
             panic_destroy: AtomicUsize::new(0),
             refuse_set_device: AtomicBool::new(false),
+            panic_event_query: AtomicBool::new(false),
         })
     }
 }
@@ -138,6 +140,13 @@ unsafe impl Decorator for Unruly {
         }
         // SAFETY: the caller's promise, passed on.
         unsafe { self.sim.plan_destroy(plan) }
+    }
+    unsafe fn event_query(&self, event: hipfft_pool::RawEvent) -> Result<bool> {
+        if self.panic_event_query.load(Ordering::SeqCst) {
+            panic!("injected panic in event_query");
+        }
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.sim.event_query(event) }
     }
     fn set_device(&self, device: i32) -> Result<()> {
         if self.refuse_set_device.load(Ordering::SeqCst) {
@@ -242,4 +251,35 @@ fn a_release_whose_event_cannot_be_waited_on_keeps_its_plan_until_proven_done() 
     wait_until("the unproven plan to be destroyed", Duration::from_secs(5), || !sim.is_live(plan));
     assert!(job.check(&stream) < 1e-4);
     assert_eq!(sim.violations().len(), 0, "{:?}", sim.violations());
+}
+
+/// Issue 14, item 3, the completion thread: a panic in the runtime while it polls an event
+/// is caught; the lease stays held (its work is not proven done), it is counted, and the
+/// thread keeps serving: once the runtime behaves, the release completes and later ones too.
+#[test]
+fn a_panic_while_polling_an_event_keeps_the_lease_and_the_completion_thread_serving() {
+    let u = Unruly::new(1);
+    let rt: Arc<dyn Runtime> = u.clone();
+    let pool = pool(&rt, 1, 1, Duration::from_millis(150));
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 1)).unwrap();
+    let plan = lease.plan();
+    let job = enqueue(&rt, &lease, &stream, 3);
+    u.panic_event_query.store(true, Ordering::SeqCst);
+    // SAFETY: the stream is live and outlives the pool's use of it below.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "the plan was released after a panic: {e}");
+    assert!(u.sim.is_live(plan));
+    assert!(pool.metrics().event_failures >= 1, "{:?}", pool.metrics());
+    u.panic_event_query.store(false, Ordering::SeqCst);
+    // The thread survived: it completes this release (the miss evicts the plan) and the next.
+    let other = pool.acquire(&c2c(32, 1)).unwrap();
+    wait_until("the plan to be destroyed", Duration::from_secs(5), || !u.sim.is_live(plan));
+    assert!(job.check(&stream) < 1e-4);
+    let job = enqueue(&rt, &other, &stream, 4);
+    // SAFETY: as above.
+    unsafe { other.release_after(stream.raw()) }.unwrap();
+    assert!(pool.acquire(&c2c(16, 1)).is_ok(), "a later release completed");
+    assert!(job.check(&stream) < 1e-4);
 }

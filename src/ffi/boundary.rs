@@ -5,12 +5,11 @@
 //! message, so no panic ever unwinds into C and none aborts the process. A failure stores
 //! its message in a thread-local `CString` that `hfp_last_error_message` hands out.
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::error::Error;
+use crate::error::{Error, panic_message};
 
 /// The result of every `hfp_` call that can fail. `HFP_OK` is 0; any other value is a
 /// failure, and `hfp_last_error_message()` then says what failed and why.
@@ -153,15 +152,6 @@ pub(crate) fn out_ptr<'a, T>(out: *mut *mut T, name: &str) -> Result<&'a mut *mu
     Ok(slot)
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic with a non-string payload)".to_string()
-    }
-}
 
 /// Runs `body` behind the panic boundary and returns its value, or `fallback` after
 /// storing the failure's message. `what` names the entry point, for panic messages.

@@ -373,33 +373,40 @@ impl Completes for PendingRelease {
     }
 
     /// Whether the event proves the work done: it fired, or its query failed and a
-    /// synchronize of it returned. When both fail (a device in error) the work is not
-    /// proven done: the lease stays held, counted in `event_failures` and logged once, and
-    /// a later round asks again. Releasing it would let a plan be reused or destroyed
-    /// under work that may still run.
+    /// synchronize of it returned. When both fail (a device in error), or the runtime
+    /// panics, the work is not proven done: the lease stays held, counted in
+    /// `event_failures` and logged once, and a later round asks again. Releasing it would
+    /// let a plan be reused or destroyed under work that may still run; a panic must not
+    /// end the completion thread, which every other release waits on.
     fn poll(&self) -> bool {
         let e = &self.entry;
         let rt = &*e.core.runtime;
-        // SAFETY: a pending release owns its live event until it is recycled.
-        let proven = with_device(rt, e.desc.device, || match unsafe { rt.event_query(self.event) } {
-            Ok(done) => Ok(done),
-            // SAFETY: as for the query.
-            Err(query) => match unsafe { rt.event_synchronize(self.event) } {
-                Ok(()) => Ok(true),
-                Err(sync) => {
-                    if !self.unproven.replace(true) {
-                        Counters::bump(&e.dev.counters.event_failures);
-                        tracing::error!(
-                            query = %query, synchronize = %sync, plan = ?e.plan,
-                            "the event behind a release_after could not be queried or synchronized; \
-                             the lease stays held until a later query proves the work done"
-                        );
-                    }
-                    Ok(false)
-                }
-            },
-        });
-        proven.unwrap_or(false)
+        let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: a pending release owns its live event until it is recycled.
+            with_device(rt, e.desc.device, || match unsafe { rt.event_query(self.event) } {
+                Ok(done) => Ok(Ok(done)),
+                // SAFETY: as for the query.
+                Err(query) => match unsafe { rt.event_synchronize(self.event) } {
+                    Ok(()) => Ok(Ok(true)),
+                    Err(sync) => Ok(Err(format!("query: {query}; synchronize: {sync}"))),
+                },
+            })
+        }));
+        let why = match asked {
+            Ok(Ok(Ok(done))) => return done,
+            Ok(Ok(Err(why))) => why,
+            Ok(Err(device)) => format!("the device could not be made current: {device}"),
+            Err(panic) => format!("the runtime panicked: {}", crate::error::panic_message(&*panic)),
+        };
+        if !self.unproven.replace(true) {
+            Counters::bump(&e.dev.counters.event_failures);
+            tracing::error!(
+                plan = ?e.plan,
+                "the event behind a release_after could not prove its work done ({why}); \
+                 the lease stays held until a later query does"
+            );
+        }
+        false
     }
 
     /// Recycles the event, then releases the lease.

@@ -22,7 +22,7 @@ use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
 use crate::pool::device::{CeilingPlan, Device};
 use crate::pool::entry::{Core, PendingRelease, PlanEntry};
-use crate::error::{CeilingState, Error, Result};
+use crate::error::{CeilingState, Error, Result, panic_message};
 use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
 use crate::pool::thrash::ThrashDetector;
@@ -1127,14 +1127,6 @@ fn run_create(core: &Core, dev: &Device, desc: &PlanDesc, options: PlanOptions) 
     .unwrap_or_else(|p| Err(Error::Internal(format!("the runtime panicked in plan_create for {desc}: {}", panic_message(&*p)))));
     dev.counters.record_latency(Latency::Create, desc.device, started.elapsed());
     made
-}
-
-/// The text of a caught panic.
-pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Undoes a miss's creation when dropped armed: the key leaves `creating`, the flight ends
