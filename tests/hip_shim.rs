@@ -635,6 +635,27 @@ fn shim_checks_pointers_at_the_abi() {
 // ---------------------------------------------------------------------------------------
 // Child processes: environment read once per process
 
+/// Issue 14, item 12, through hip-shim's `hipGetDeviceFlags` and the pool's HIP runtime.
+#[test]
+fn the_device_flags_are_read_through_hip_and_blocking_sync_warned_about() {
+    run_child("child_device_flags", &[("HIPFFT_POOL_SIM_DEVICE_FLAGS", "4")]);
+    assert_eq!(rt().device_flags().unwrap(), Some(0), "the shim's default flags");
+}
+
+#[test]
+#[ignore = "run in a child process by the_device_flags_are_read_through_hip_and_blocking_sync_warned_about"]
+fn child_device_flags() {
+    if !in_child() {
+        return;
+    }
+    let rt: std::sync::Arc<dyn Runtime> =
+        std::sync::Arc::new(HipRuntime::load_from(&hipfft_path(), &hip_path()).expect("loading hip-shim"));
+    assert_eq!(rt.device_flags().unwrap(), Some(4));
+    let config = hipfft_pool::PoolConfig::builder().capacity(2).private_ceiling(2).build().unwrap();
+    let pool = hipfft_pool::PlanPool::new(config, rt).unwrap();
+    assert!(pool.warnings().iter().any(|w| w.contains("hipDeviceScheduleBlockingSync")), "{:?}", pool.warnings());
+}
+
 #[test]
 fn injected_create_fault_propagates_by_name_and_number() {
     run_child("child_create_fault", &[("HIPFFT_POOL_SIM_FAIL_CREATE_EVERY", "1")]);

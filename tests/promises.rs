@@ -283,3 +283,21 @@ fn a_panic_while_polling_an_event_keeps_the_lease_and_the_completion_thread_serv
     assert!(pool.acquire(&c2c(16, 1)).is_ok(), "a later release completed");
     assert!(job.check(&stream) < 1e-4);
 }
+
+/// Issue 14, item 12: a pool made while the device's flags include blocking sync (the
+/// seed's hang, set after the null stream existed) says so in `warnings()` (C hosts:
+/// `hfp_pool_warnings`), naming the flags; without it, nothing.
+#[test]
+fn a_pool_made_under_blocking_sync_warns_and_names_the_flags() {
+    let (_, rt) = sim(SimConfig { device_flags: 0x4, ..SimConfig::default() });
+    let pool = pool(&rt, 2, 2, Duration::from_millis(100));
+    assert_eq!(pool.warnings().len(), 1, "{:?}", pool.warnings());
+    let w = &pool.warnings()[0];
+    assert!(w.contains("0x4") && w.contains("hipDeviceScheduleBlockingSync") && w.contains("hipSetDeviceFlags"), "{w}");
+    let (_, rt) = sim(SimConfig { device_flags: 0x1, ..SimConfig::default() });
+    assert!(pool_warnings(&rt).is_empty());
+}
+
+fn pool_warnings(rt: &Arc<dyn Runtime>) -> Vec<String> {
+    pool(rt, 2, 2, Duration::from_millis(100)).warnings().to_vec()
+}

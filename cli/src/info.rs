@@ -39,6 +39,18 @@ pub fn run(a: InfoArgs) -> Result<ExitCode> {
     for d in &info.devices {
         println!("  {d}");
     }
+    match rt.device_flags() {
+        Ok(Some(f)) => println!(
+            "device flags: {f:#x}{}",
+            if f & hipfft_pool::runtime::DEVICE_SCHEDULE_BLOCKING_SYNC != 0 {
+                " (hipDeviceScheduleBlockingSync: set after the device's first use, a hipfftDestroy can wait forever)"
+            } else {
+                ""
+            }
+        ),
+        Ok(None) => println!("device flags: not readable on this runtime"),
+        Err(e) => println!("device flags: unknown ({e})"),
+    }
     println!("config: capacity {}, live ceiling {}, acquire timeout {:?}, work-area budget {}, runtime {}",
         config.capacity, config.live_ceiling, config.acquire_timeout,
         config.work_area_budget.map_or("none".to_string(), |b| format!("{b} bytes")), config.runtime.name());

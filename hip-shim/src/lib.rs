@@ -477,6 +477,24 @@ pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> c_int {
     })
 }
 
+/// `hipError_t hipGetDeviceFlags(unsigned int* flags);` (the sim's `HIPFFT_POOL_SIM_DEVICE_FLAGS`)
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDeviceFlags(flags: *mut std::ffi::c_uint) -> c_int {
+    hip_guard("hipGetDeviceFlags", |b| {
+        if flags.is_null() {
+            return he::hipErrorInvalidValue;
+        }
+        match b.device_flags() {
+            Ok(f) => {
+                // SAFETY: non-null, and the caller promises it is writable.
+                unsafe { *flags = f.unwrap_or(0) };
+                he::hipSuccess
+            }
+            Err(e) => hip_status(&e),
+        }
+    })
+}
+
 /// `hipError_t hipGetDevice(int* deviceId);`
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipGetDevice(device: *mut c_int) -> c_int {

@@ -27,7 +27,7 @@ use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
-use crate::runtime::boundary::{CreatedPlan, PlanOptions, Runtime, with_device};
+use crate::runtime::boundary::{CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, PlanOptions, Runtime, with_device};
 #[cfg(not(loom))]
 use crate::sync::channel::RecvTimeoutError;
 use crate::sync::channel::{Receiver, Sender, bounded, unbounded};
@@ -183,6 +183,22 @@ impl PlanPool {
                 CeilingPlan::Shared(c)
             }
         };
+        // The seed's hang: blocking sync set after the null stream's queue existed made the
+        // wait inside hipFree (which hipfftDestroy reaches) never wake.
+        if let Ok(Some(flags)) = runtime.device_flags()
+            && flags & DEVICE_SCHEDULE_BLOCKING_SYNC != 0
+        {
+            let w = format!(
+                "the current device's flags are {flags:#x}, which include hipDeviceScheduleBlockingSync: if they were set \
+                 after the device's first use (its null stream already existed), a hipfftDestroy can wait forever in \
+                 hipFree (the gfx1151 hang); call hipSetDeviceFlags before any other HIP call, or not at all"
+            );
+            tracing::warn!(flags, "{w}");
+            if !tracing::dispatcher::has_been_set() {
+                eprintln!("hipfft-pool: warning: {w}");
+            }
+            warnings.push(w);
+        }
         // With one ceiling every cached plan counts against it, so the capacity must fit;
         // split per device, misses evict idle plans of their own device instead.
         let limit = match &ceilings {

@@ -129,6 +129,10 @@ impl std::fmt::Display for RuntimeKind {
     }
 }
 
+/// `hipDeviceScheduleBlockingSync` (`cudaDeviceScheduleBlockingSync` has the same value):
+/// the host thread blocks on a synchronization primitive while it waits for the device.
+pub const DEVICE_SCHEDULE_BLOCKING_SYNC: u32 = 0x4;
+
 /// What `hipfft-pool info` prints about a runtime.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct RuntimeInfo {
@@ -286,6 +290,15 @@ pub unsafe trait Runtime: Send + Sync + 'static {
     /// `dst` and `src` are device ranges of `bytes` bytes that stay allocated until the copy
     /// completes on `stream`, a live stream of this runtime.
     unsafe fn memcpy_dtod_async(&self, dst: DevicePtr, src: DevicePtr, bytes: usize, stream: RawStream) -> Result<()>;
+
+    /// `hipGetDeviceFlags`: the current device's flags (scheduling: spin, yield, blocking
+    /// sync; [`DEVICE_SCHEDULE_BLOCKING_SYNC`]), or `None` where the runtime cannot read
+    /// them. The pool reads them when it is made and warns about blocking sync: set after the
+    /// null stream's queue existed, it made the wait inside `hipFree` (reached by
+    /// `hipfftDestroy`) never wake on a gfx1151. The default: `None`.
+    fn device_flags(&self) -> Result<Option<u32>> {
+        Ok(None)
+    }
 
     /// `hipStreamIsCapturing` / `cudaStreamIsCapturing`: whether work enqueued on `stream`
     /// now is captured into a graph (and runs only when the graph is launched). An event

@@ -76,6 +76,7 @@ decorator! {
         fn device_count(&self) -> Result<i32>;
         fn current_device(&self) -> Result<i32>;
         fn set_device(&self, device: i32) -> Result<()>;
+        fn device_flags(&self) -> Result<Option<u32>>;
         fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan>;
         fn event_create(&self) -> Result<RawEvent>;
         fn stream_create(&self) -> Result<RawStream>;

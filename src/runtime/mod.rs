@@ -32,5 +32,6 @@ pub mod select;
 pub mod sim;
 
 pub use boundary::{
-    CreatedPlan, HostCall, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind, with_device,
+    CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, HostCall, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo,
+    RuntimeKind, with_device,
 };

@@ -231,6 +231,18 @@ pub unsafe fn get_device(lib: &HipLib) -> Result<i32> {
     Ok(d)
 }
 
+/// `hipGetDeviceFlags`, when the library has it.
+///
+/// # Safety
+/// `lib` must be a resolved HIP runtime.
+pub unsafe fn get_device_flags(lib: &HipLib) -> Result<Option<u32>> {
+    let Some(get) = lib.hipGetDeviceFlags else { return Ok(None) };
+    let mut flags: std::ffi::c_uint = 0;
+    // SAFETY: a resolved library (the caller's promise); the out pointer is a live local.
+    hip_check(lib, "hipGetDeviceFlags", unsafe { get(&mut flags) })?;
+    Ok(Some(flags))
+}
+
 /// `hipSetDevice`.
 ///
 /// # Safety

@@ -211,6 +211,11 @@ unsafe impl Runtime for HipRuntime {
         unsafe { result::set_device(&self.hip, device) }
     }
 
+    fn device_flags(&self) -> Result<Option<u32>> {
+        // SAFETY: the libraries are resolved and never unloaded; the call takes no handle.
+        unsafe { result::get_device_flags(&self.hip) }
+    }
+
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
         let ext = desc.extents()?;
         let r = desc.rank();

@@ -276,5 +276,7 @@ library! {
     optional {
         /// `const char* hipGetErrorName(hipError_t hip_error);` (only for codes this crate does not name)
         pub hipGetErrorName: unsafe extern "C" fn(hipError_t) -> *const c_char,
+        /// `hipError_t hipGetDeviceFlags(unsigned int* flags);`
+        pub hipGetDeviceFlags: unsafe extern "C" fn(*mut c_uint) -> hipError_t,
     }
 }

@@ -251,6 +251,10 @@ unsafe impl Runtime for SimRuntime {
         Ok(())
     }
 
+    fn device_flags(&self) -> Result<Option<u32>> {
+        Ok(Some(self.config.read().device_flags))
+    }
+
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
         self.create_plan(desc, options)
     }
