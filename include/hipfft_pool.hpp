@@ -52,15 +52,23 @@ class Lease {
   explicit Lease(hfp_lease* raw) noexcept : raw_(raw) {}
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
-  Lease(Lease&& o) noexcept : raw_(std::exchange(o.raw_, nullptr)) {}
+  Lease(Lease&& o) noexcept
+      : raw_(std::exchange(o.raw_, nullptr)),
+        executed_(std::exchange(o.executed_, false)),
+        stream_(o.stream_) {}
   Lease& operator=(Lease&& o) noexcept {
     if (this != &o) {
       reset();
       raw_ = std::exchange(o.raw_, nullptr);
+      executed_ = std::exchange(o.executed_, false);
+      stream_ = o.stream_;
     }
     return *this;
   }
-  // Releases now: the caller vouches nothing enqueued under the lease is still pending.
+  // Releases: at once if nothing was executed under the lease; otherwise once the work on
+  // the stream of its last execution completes (that stream must still be live), never at
+  // once. If the library cannot record that, the lease stays held for good rather than
+  // being released under pending work.
   ~Lease() { reset(); }
 
   explicit operator bool() const noexcept { return raw_ != nullptr; }
@@ -74,8 +82,10 @@ class Lease {
   std::size_t work_size() const noexcept { return hfp_lease_work_size(raw_); }
 
   // Enqueues one transform on `stream` (direction HFP_FORWARD or HFP_INVERSE).
-  void exec(void* stream, void* in, void* out, int direction, void* work_area) const {
+  void exec(void* stream, void* in, void* out, int direction, void* work_area) {
     detail::check(hfp_lease_exec(raw_, stream, in, out, direction, work_area));
+    executed_ = true;
+    stream_ = stream;
   }
 
   // Bytes the scratch of exec_preserving_input needs.
@@ -83,13 +93,17 @@ class Lease {
 
   // Like exec, but copies `in` to `scratch` first so `in` survives (C2R/Z2D overwrite it).
   void exec_preserving_input(void* stream, void* in, void* out, int direction, void* work_area,
-                             void* scratch) const {
+                             void* scratch) {
     detail::check(hfp_lease_exec_preserving_input(raw_, stream, in, out, direction, work_area, scratch));
+    executed_ = true;
+    stream_ = stream;
   }
 
-  // Releases now (see the destructor); throws only for a misuse the library detected.
+  // Releases now: the caller vouches nothing enqueued under the lease is still pending.
+  // Throws only for a misuse the library detected.
   void release() {
     if (raw_ != nullptr) {
+      executed_ = false;
       detail::check(hfp_lease_release(std::exchange(raw_, nullptr)));
     }
   }
@@ -99,15 +113,24 @@ class Lease {
   void release_after(void* stream) {
     detail::check(hfp_lease_release_after(raw_, stream));
     raw_ = nullptr;
+    executed_ = false;
   }
 
  private:
   void reset() noexcept {
-    if (raw_ != nullptr) {
-      hfp_lease_release(std::exchange(raw_, nullptr));
+    if (raw_ == nullptr) {
+      return;
+    }
+    hfp_lease* l = std::exchange(raw_, nullptr);
+    if (!std::exchange(executed_, false)) {
+      hfp_lease_release(l);
+    } else if (hfp_lease_release_after(l, stream_) != HFP_OK) {
+      // Not consumed, and its work may be pending: it stays leased (the plan is kept).
     }
   }
   hfp_lease* raw_ = nullptr;
+  bool executed_ = false;
+  void* stream_ = nullptr;
 };
 
 // A pool: owning (from a config or the environment), or a borrowed reference.

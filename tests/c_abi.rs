@@ -283,6 +283,20 @@ fn mlx_pattern_exception_after_the_exec() {
     expect_summary(&out, "mlx_pattern");
 }
 
+/// An hfp::Lease dropped right after its exec is released after the transform ran, never at
+/// once: at a ceiling of 1 a miss for another shape times out while the transform (0.3 s on
+/// the sim) is pending.
+#[test]
+fn mlx_pattern_lease_dropped_after_the_exec() {
+    let out = run(program(&programs().mlx_pattern)
+        .args(["--case", "drop-after-exec"])
+        .env("MLX_ROCM_FFT_CACHE_SIZE", "1")
+        .env("HIPFFT_POOL_LIVE_CEILING", "1")
+        .env("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "50")
+        .env("HIPFFT_POOL_SIM_EXEC_LATENCY_US", "300000"));
+    expect_summary(&out, "mlx_pattern");
+}
+
 // ---- valgrind ----
 
 fn valgrind() -> Option<Command> {

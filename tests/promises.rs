@@ -301,3 +301,29 @@ fn a_pool_made_under_blocking_sync_warns_and_names_the_flags() {
 fn pool_warnings(rt: &Arc<dyn Runtime>) -> Vec<String> {
     pool(rt, 2, 2, Duration::from_millis(100)).warnings().to_vec()
 }
+
+/// Issue 14, item 8: a lease dropped right after an execution is released once that work
+/// is done (an event on its last stream), not at once: at a ceiling of 1, a miss for another
+/// shape cannot evict the plan while its transform runs, and the transform's result is
+/// right. `release()` vouches for completion and releases at once.
+#[test]
+fn a_lease_dropped_after_an_exec_is_released_after_its_work_not_at_once() {
+    let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(300), ..SimConfig::default() });
+    let pool = pool(&rt, 1, 1, Duration::from_millis(50));
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 1)).unwrap();
+    let plan = lease.plan();
+    let job = enqueue(&rt, &lease, &stream, 11);
+    drop(lease);
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "the plan was released under its pending work: {e}");
+    assert!(sim.is_live(plan));
+    assert!(job.check(&stream) < 1e-4);
+    // The work is done: the release follows, and the miss evicts the plan.
+    let other = pool.acquire(&c2c(32, 1)).unwrap();
+    assert!(!sim.is_live(plan));
+    // Not executed: released at once.
+    other.release();
+    assert!(pool.acquire(&c2c(16, 1)).is_ok());
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}

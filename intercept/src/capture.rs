@@ -106,7 +106,9 @@ pub unsafe extern "C" fn release_captured(data: *mut c_void) {
         let record = unsafe { &*(data as *const CapturedUse) };
         match record.lease.lock().take() {
             Some(lease) => {
-                drop(lease);
+                // At once: the host node runs after the captured work, and a stream callback
+                // must not call the runtime (a drop would record an event).
+                lease.release();
                 crate::engine::count_captured_release();
             }
             None => crate::engine::count_captured_rerun(),

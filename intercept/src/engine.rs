@@ -631,7 +631,7 @@ impl Engine {
             let device = lease.desc().device;
             // SAFETY: as above.
             let _ = with_device(&*self.rt, device, || unsafe { self.rt.stream_synchronize(stream) });
-            drop(lease);
+            lease.release();
         }
     }
 
@@ -751,7 +751,9 @@ impl Engine {
             if pin {
                 // One lease per distinct real plan keeps it alive for every captured use.
                 if s.pinned.iter().any(|l| l.plan() == lease.plan()) {
-                    drop(lease);
+                    // The pinned lease keeps the plan for the graph; this share goes at once
+                    // (an event on the capturing stream would join the capture).
+                    lease.release();
                 } else {
                     if s.pinned.is_empty() {
                         self.pinned_handles.fetch_add(1, Ordering::Relaxed);

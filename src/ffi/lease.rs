@@ -230,7 +230,12 @@ pub unsafe extern "C" fn hfp_lease_release(lease: *mut hfp_lease) -> hfp_status 
             return Err(not_live(lease));
         }
         // SAFETY: a live lease from hfp_acquire, given up by the caller.
-        drop(unsafe { Box::from_raw(lease) });
+        let holder = unsafe { Box::from_raw(lease) };
+        // At once, as documented: the caller vouched for completion (no event is recorded,
+        // so this is safe in a stream callback).
+        if let Some(l) = holder.lease {
+            l.release();
+        }
         Ok(())
     })
 }

@@ -13,10 +13,13 @@ use crate::pool::entry::PlanEntry;
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
+use crate::sync::{AtomicUsize, Ordering};
 
 /// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
 /// While it is held the plan is never destroyed; release it once the work enqueued under it
-/// completed ([`Lease::release_after`] does that for a stream).
+/// completed ([`Lease::release_after`] does that for a stream). Dropped without either, it
+/// releases at once if nothing was executed under it, and otherwise once the work on the
+/// stream of its last execution is done (an event the drop records there), never at once.
 ///
 /// # Examples
 ///
@@ -34,8 +37,22 @@ use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 /// assert_eq!(pool.metrics().in_flight, 0);
 /// # Ok::<(), hipfft_pool::Error>(())
 /// ```
+#[must_use = "dropping a lease releases it: after the work it enqueued when it executed, at once otherwise"]
 pub struct Lease {
     pub(crate) entry: Arc<PlanEntry>,
+    /// The stream of the last execution enqueued under this lease ([`NOT_EXECUTED`] before
+    /// any), so that a drop releases after that work instead of at once.
+    pub(crate) last_stream: AtomicUsize,
+}
+
+/// `Lease::last_stream` before any execution (no stream handle has this value).
+pub(crate) const NOT_EXECUTED: usize = usize::MAX;
+
+impl Lease {
+    /// A lease on `entry`, which already counts it in its state word.
+    pub(crate) fn new(entry: Arc<PlanEntry>) -> Lease {
+        Lease { entry, last_stream: AtomicUsize::new(NOT_EXECUTED) }
+    }
 }
 
 /// `release_after` could not hand the lease to the completion thread; the lease comes back
@@ -118,7 +135,7 @@ impl Lease {
     /// ```
     pub fn share(&self) -> Lease {
         self.entry.state.add_lease();
-        Lease { entry: self.entry.clone() }
+        Lease::new(self.entry.clone())
     }
 
     /// The descriptor the plan was made for.
@@ -157,6 +174,9 @@ impl Lease {
     /// - All three stay allocated, and nothing else writes them, until the transform
     ///   completes on `stream`; the lease is held that long too (release it with
     ///   [`Lease::release_after`] on the same stream).
+    /// - `stream` stays live until the lease is released, released after, or dropped: a
+    ///   lease dropped after an execution releases once the work on its last stream is done
+    ///   (an event recorded there by the drop), never at once.
     ///
     /// # Examples
     ///
@@ -246,8 +266,9 @@ impl Lease {
         let r = with_device(rt, e.desc.device, || unsafe {
             rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction)
         });
-        if r.is_err() {
-            Counters::bump(&e.dev.counters.exec_failures);
+        match r {
+            Ok(()) => self.last_stream.store(stream.0, Ordering::Relaxed),
+            Err(_) => Counters::bump(&e.dev.counters.exec_failures),
         }
         r
     }
@@ -363,6 +384,8 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn release(self) {
+        // The caller vouches for completion: no event, no runtime call.
+        self.last_stream.store(NOT_EXECUTED, Ordering::Relaxed);
         drop(self)
     }
 
@@ -395,14 +418,15 @@ impl Lease {
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
         // SAFETY: the caller's promise, passed on.
         unsafe { self.into_entry().release_after(stream) }
-            .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease { entry } })
+            .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease::new(entry) })
     }
 
     /// The plan with the lease this value held, which it now stands for (not released).
     fn into_entry(self) -> Arc<PlanEntry> {
         let this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped or used again, so the `Arc` is moved out of it
-        // exactly once; its strong count and the lease it counts move with it.
+        // exactly once; its strong count and the lease it counts move with it (the stream
+        // word is plain data and needs no drop).
         unsafe { std::ptr::read(&this.entry) }
     }
 }
@@ -426,9 +450,39 @@ fn check_direction(t: TransformType, d: Direction) -> Result<()> {
 }
 
 impl Drop for Lease {
+    /// Releases at once when nothing was executed under the lease (or [`Lease::release`]
+    /// vouched for completion); after the work on its last stream otherwise, never under
+    /// pending work. If no event can be recorded there, the stream is synchronized first;
+    /// if that fails too, the plan stays leased for good (counted live, logged), which is
+    /// better than destroying it under work that may still run. Never panics.
     #[inline]
     fn drop(&mut self) {
-        self.entry.release_lease();
+        let last = self.last_stream.load(Ordering::Relaxed);
+        if last == NOT_EXECUTED {
+            self.entry.release_lease();
+        } else {
+            release_after_drop(self.entry.clone(), RawStream(last));
+        }
+    }
+}
+
+#[cold]
+fn release_after_drop(entry: Arc<PlanEntry>, stream: RawStream) {
+    // The `Arc` clone carries the lease from here: the one in the dropped `Lease` goes
+    // without releasing (its strong count only).
+    // SAFETY: `Lease::exec`'s contract keeps the last stream live until the lease is dropped.
+    let Err((error, entry)) = (unsafe { entry.release_after(stream) }) else { return };
+    let rt = &*entry.core.runtime;
+    // SAFETY: as above.
+    match with_device(rt, entry.desc.device, || unsafe { rt.stream_synchronize(stream) }) {
+        Ok(()) => entry.release_lease(),
+        Err(sync) => {
+            tracing::error!(
+                plan = ?entry.plan, %error, %sync,
+                "a lease dropped after an execution could not be released after its work; it stays leased"
+            );
+            std::mem::forget(entry);
+        }
     }
 }
 

@@ -453,7 +453,7 @@ impl PlanPool {
         }
         e.last_used.store(self.recency.now(), Ordering::Relaxed);
         e.hits.fetch_add(1, Ordering::Relaxed);
-        Some(Lease { entry: e.clone() })
+        Some(Lease::new(e.clone()))
     }
 
     #[cold]
@@ -529,7 +529,7 @@ impl PlanPool {
                         Some(Ok(entry)) => {
                             if entry.state.try_lease() {
                                 entry.last_used.store(self.recency.now(), Ordering::Relaxed);
-                                return Ok(Lease { entry });
+                                return Ok(Lease::new(entry));
                             }
                             // Evicted before we got to it: go round again.
                         }
@@ -691,7 +691,7 @@ impl PlanPool {
             self.retire(&entry);
             c.creating.fetch_sub(1, Ordering::SeqCst);
             flight.finish(Err(Error::ShutDown));
-            drop(Lease { entry });
+            drop(Lease::new(entry));
             return Err(Error::ShutDown);
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
@@ -701,7 +701,7 @@ impl PlanPool {
         for v in victims {
             self.core.destroy_doomed(v);
         }
-        Ok(Lease { entry })
+        Ok(Lease::new(entry))
     }
 
     /// Marks an entry evicted. It joins the retired set first, so that a last release

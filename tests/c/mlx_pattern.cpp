@@ -8,7 +8,7 @@
 // pool's metrics against MLX_ROCM_FFT_CACHE_SIZE.
 //
 // Usage: mlx_pattern [--rounds R] [--check-rows K] [--launch eager|deferred]
-//        mlx_pattern --case throw-after-exec
+//        mlx_pattern --case throw-after-exec | drop-after-exec
 // K = 0: check every row. `--launch deferred` runs every launched function at the next
 // commit, after execute_fft returned (the fragment must hold its lease by value; run it with
 // HIPFFT_POOL_DEBUG_CHECKS=1, so that a dangling lease is refused by the library instead of
@@ -268,6 +268,56 @@ void test_throw_after_exec() {
   check(m.in_flight == 0 && m.creations == 1, "one plan, no lease left");
 }
 
+// Issue 14, item 8, in C++: an hfp::Lease that goes out of scope right after an exec is
+// released once that transform has run, not at once. Run with a ceiling and capacity of 1,
+// a short acquire timeout and HIPFFT_POOL_SIM_EXEC_LATENCY_US set: while the transform is
+// pending, a miss for another shape cannot evict the plan (it times out); the moment the
+// pool reports no lease left, the output is already the transform's.
+void test_drop_after_exec() {
+  hfp::Pool& pool = hfp::default_pool();
+  const Shape& s = kShapes[15];  // fft c2c n=512 batch 3
+  const Shape& other = kShapes[0];
+  std::vector<float> input = make_input(s, 77u);
+  std::vector<double> want = reference(s, input, -1, s.batch);
+  rocm::Device device(0);
+  rocm::CommandEncoder encoder(device, nullptr);
+  array in({s.batch, s.n}, mlx::core::complex64, nullptr, {});
+  in.set_data(rocm::malloc_async(in.nbytes(), encoder));
+  std::memcpy(in.raw(), input.data(), input.size() * sizeof(float));
+  array out({s.batch, s.n}, mlx::core::complex64, nullptr, {});
+  out.set_data(rocm::malloc_async(out.nbytes(), encoder));
+  array workspace({1 << 20}, mlx::core::uint8, nullptr, {});
+  workspace.set_data(rocm::malloc_async(1 << 20, encoder));
+  {
+    hfp::Lease lease = mlx::core::acquire_fft_plan(encoder, s.kind, s.n, s.batch);
+    check(lease.work_size() <= (1u << 20), "the work area fits");
+    lease.exec(encoder.stream(), in.raw(), out.raw(), HFP_FORWARD, workspace.raw());
+  }  // dropped after the exec, without a release
+  bool timed_out = false;
+  try {
+    hfp::Lease evicting = mlx::core::acquire_fft_plan(encoder, other.kind, other.n, other.batch);
+  } catch (const hfp::Error& e) {
+    timed_out = e.status() == HFP_CEILING_TIMEOUT;
+  }
+  check(timed_out, "a miss could not evict the plan while its transform was pending");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (pool.metrics().in_flight > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  double err = rel_l2(out.data<float>(), want);
+  check(pool.metrics().in_flight == 0, "the dropped lease was released");
+  check(err <= 1e-5, "released only after the transform ran (output error at release: " + std::to_string(err) + ")");
+  bool got = false;
+  try {
+    hfp::Lease evicting = mlx::core::acquire_fft_plan(encoder, other.kind, other.n, other.batch);
+    got = true;
+  } catch (const std::exception& e) {
+    check(false, std::string("the miss after the release failed: ") + e.what());
+  }
+  check(got, "once released, the plan could be evicted for another shape");
+  encoder.synchronize();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,9 +334,13 @@ int main(int argc, char** argv) {
   setenv("MLX_ROCM_FFT_CACHE_SIZE", "12", 0);
   const size_t cache_size = std::strtoul(std::getenv("MLX_ROCM_FFT_CACHE_SIZE"), nullptr, 10);
 
-  if (which == "throw-after-exec") {
+  if (which == "throw-after-exec" || which == "drop-after-exec") {
     try {
-      test_throw_after_exec();
+      if (which == "throw-after-exec") {
+        test_throw_after_exec();
+      } else {
+        test_drop_after_exec();
+      }
     } catch (const std::exception& e) {
       check(false, std::string("unexpected exception: ") + e.what());
     }
