@@ -89,6 +89,7 @@ struct Programs {
     abi_test: PathBuf,
     abi_test_static: PathBuf,
     mlx_pattern: PathBuf,
+    multi_pool_test: PathBuf,
 }
 
 fn programs() -> &'static Programs {
@@ -121,6 +122,17 @@ fn programs() -> &'static Programs {
             .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s", "-lc"]);
         run(&mut c);
 
+        let multi_pool_test = w.join("multi_pool_test");
+        let mut c = cc();
+        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            .arg("-I")
+            .arg(&include)
+            .arg(c_dir().join("multi_pool_test.c"))
+            .arg("-o")
+            .arg(&multi_pool_test);
+        link_dynamic(&mut c);
+        run(&mut c);
+
         let mlx_pattern = w.join("mlx_pattern");
         let mut c = cxx();
         c.args(["-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
@@ -135,7 +147,7 @@ fn programs() -> &'static Programs {
             .arg(&mlx_pattern);
         link_dynamic(&mut c);
         run(&mut c);
-        Programs { abi_test, abi_test_static, mlx_pattern }
+        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test }
     })
 }
 
@@ -252,6 +264,15 @@ fn abi_test_without_debug_checks() {
 fn abi_test_against_the_staticlib() {
     let out = run(program(&programs().abi_test_static).env("HIPFFT_POOL_DEBUG_CHECKS", "1"));
     expect_summary(&out, "abi_test");
+}
+
+/// Issue 14, item 6, through the C ABI: two and three pools at the process-wide ceiling
+/// (its own process, ceiling 2); an idle pool does not starve the others, leased plans are
+/// never reclaimed.
+#[test]
+fn several_pools_share_the_ceiling_through_the_c_abi() {
+    let out = run(&mut program(&programs().multi_pool_test));
+    expect_summary(&out, "multi_pool_test");
 }
 
 #[test]

@@ -327,3 +327,55 @@ fn a_lease_dropped_after_an_exec_is_released_after_its_work_not_at_once() {
     assert!(pool.acquire(&c2c(16, 1)).is_ok());
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// Issue 14, item 6: pools sharing a ceiling. A miss in one pool that finds nothing idle of
+/// its own reclaims an idle plan of another pool at that ceiling instead of timing out;
+/// two pools, then three, counted by the sim itself.
+#[test]
+fn a_pool_whose_plans_sit_idle_does_not_starve_the_others_at_a_shared_ceiling() {
+    let (sim, rt) = sim(SimConfig::default());
+    let ceiling = hipfft_pool::LiveCeiling::new(2);
+    let make = || {
+        let cfg = hipfft_pool::PoolConfig::builder()
+            .capacity(2)
+            .shared_ceiling(ceiling.clone())
+            .acquire_timeout(Duration::from_millis(300))
+            .build()
+            .unwrap();
+        hipfft_pool::PlanPool::new(cfg, rt.clone()).unwrap()
+    };
+    let (a, b, c) = (make(), make(), make());
+    drop(a.acquire(&c2c(8, 1)).unwrap());
+    drop(a.acquire(&c2c(16, 1)).unwrap());
+    assert_eq!(sim.live_handles(), 2);
+    drop(b.acquire(&c2c(32, 1)).expect("b reclaims one of a's idle plans"));
+    assert_eq!((a.metrics().live, b.metrics().live), (1, 1));
+    drop(c.acquire(&c2c(64, 1)).expect("c reclaims from a or b"));
+    assert_eq!(a.metrics().live + b.metrics().live + c.metrics().live, 2);
+    assert!(sim.live_handles() <= 2 && sim.peak_live_handles() <= 2, "the sim's own count");
+}
+
+/// Issue 14, item 6: a leased plan of another pool is never taken.
+#[test]
+fn leased_plans_of_another_pool_are_never_reclaimed() {
+    let (sim, rt) = sim(SimConfig::default());
+    let ceiling = hipfft_pool::LiveCeiling::new(1);
+    let make = || {
+        let cfg = hipfft_pool::PoolConfig::builder()
+            .capacity(1)
+            .shared_ceiling(ceiling.clone())
+            .acquire_timeout(Duration::from_millis(100))
+            .build()
+            .unwrap();
+        hipfft_pool::PlanPool::new(cfg, rt.clone()).unwrap()
+    };
+    let (a, b) = (make(), make());
+    let held = a.acquire(&c2c(8, 1)).unwrap();
+    let plan = held.plan();
+    let e = b.acquire(&c2c(16, 1)).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "{e}");
+    assert!(sim.is_live(plan), "a leased plan was reclaimed");
+    held.release();
+    assert!(b.acquire(&c2c(16, 1)).is_ok(), "once idle it is reclaimed");
+    assert!(!sim.is_live(plan));
+}

@@ -15,7 +15,7 @@
 //! registered before it last looked for room: a miss holds a [`Waiting`] registration from
 //! [`LiveCeiling::register`] across its last look and its wait.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, loom_sc_fence};
@@ -32,9 +32,49 @@ pub struct LiveCeiling {
     waiters: AtomicUsize,
     lock: Mutex<()>,
     cond: Condvar,
+    /// The caches holding plans against this ceiling, so that a miss in one can ask the
+    /// others for an idle plan (weak: a cache that is gone drops out).
+    members: Members,
+}
+
+/// A cache that can give back one idle plan counting against a ceiling (a pool's cache).
+pub(crate) trait Reclaim: Send + Sync {
+    /// Evicts the least recently used idle plan that counts against `ceiling` and hands
+    /// it to its destroyer; whether there was one. Called with no other pool's lock held.
+    fn reclaim_one(&self, ceiling: &Arc<LiveCeiling>) -> bool;
+}
+
+#[derive(Default)]
+struct Members(parking_lot::Mutex<Vec<Weak<dyn Reclaim>>>);
+
+impl std::fmt::Debug for Members {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} caches", self.0.lock().len())
+    }
 }
 
 impl LiveCeiling {
+    /// Lists a cache on this ceiling (once; later calls for it are ignored).
+    pub(crate) fn enlist(&self, cache: Weak<dyn Reclaim>) {
+        let mut m = self.members.0.lock();
+        m.retain(|w| w.strong_count() > 0);
+        if !m.iter().any(|w| std::ptr::addr_eq(w.as_ptr(), cache.as_ptr())) {
+            m.push(cache);
+        }
+    }
+
+    /// Asks the caches listed here other than `me`, in turn, for one idle plan; whether
+    /// one gave a plan back (its destroy then frees a slot). Called by a miss that found
+    /// nothing idle of its own, holding no pool lock.
+    pub(crate) fn reclaim_from_others(self: &Arc<Self>, me: *const ()) -> bool {
+        let others: Vec<Arc<dyn Reclaim>> = {
+            let mut m = self.members.0.lock();
+            m.retain(|w| w.strong_count() > 0);
+            m.iter().filter(|w| !std::ptr::addr_eq(w.as_ptr(), me)).filter_map(Weak::upgrade).collect()
+        };
+        others.iter().any(|c| c.reclaim_one(self))
+    }
+
     /// A ceiling of `limit` live handles. `limit` must be at least 1.
     pub fn new(limit: usize) -> Arc<Self> {
         Arc::new(Self::with_limit(limit))
@@ -49,6 +89,7 @@ impl LiveCeiling {
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cond: Condvar::new(),
+            members: Members::default(),
         }
     }
 

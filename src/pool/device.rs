@@ -14,6 +14,8 @@ pub(crate) struct Device {
     /// Creates and destroys running on this device: one running past the acquire timeout
     /// marks the device stuck.
     pub calls: RuntimeCalls,
+    /// Whether the pool's cache is listed on `ceiling` (see `LiveCeiling::enlist`).
+    pub enlisted: std::sync::atomic::AtomicBool,
 }
 
 /// Where a device's ceiling comes from.

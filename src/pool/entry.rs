@@ -65,7 +65,12 @@ impl Core {
         self.devices
             .write()
             .entry(id)
-            .or_insert_with(|| Arc::new(Device { ceiling, counters: Counters::default(), calls: RuntimeCalls::default() }))
+            .or_insert_with(|| Arc::new(Device {
+                ceiling,
+                counters: Counters::default(),
+                calls: RuntimeCalls::default(),
+                enlisted: Default::default(),
+            }))
             .clone()
     }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
-use crate::pool::ceiling::{LiveCeiling, Waiting};
+use crate::pool::ceiling::{LiveCeiling, Reclaim, Waiting};
 use crate::pool::clock::Recency;
 use crate::pool::creator::{Creators, Handoff};
 use crate::pool::config::{CeilingScope, PoolConfig};
@@ -75,8 +75,9 @@ pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 /// ```
 pub struct PlanPool {
     core: Arc<Core>,
-    map: ConcurrentMap<PlanDesc, Arc<PlanEntry>>,
-    inner: Mutex<Inner>,
+    /// The cached plans; shared with the ceiling, which asks it for an idle plan when a
+    /// miss of another pool at that ceiling finds nothing idle of its own.
+    cache: Arc<Cache>,
     retire_rx: Receiver<Arc<PlanEntry>>,
     flush_hook: parking::RwLock<Option<FlushHook>>,
     recency: Recency,
@@ -91,6 +92,95 @@ pub struct PlanPool {
     watchdog: Option<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)>,
     /// What the pool could not do as configured (see [`PlanPool::warnings`]).
     warnings: Vec<String>,
+}
+
+/// A pool's cached plans: the lookup map, the recency list and its bounds. Apart from the
+/// pool so that other pools at the same ceiling can reach it (see [`Reclaim`]).
+struct Cache {
+    core: Arc<Core>,
+    map: ConcurrentMap<PlanDesc, Arc<PlanEntry>>,
+    inner: Mutex<Inner>,
+}
+
+impl Cache {
+
+    /// Marks an entry evicted. It joins the retired set first, so that a last release
+    /// racing this eviction always finds it there. Returns it when it was idle (the caller
+    /// destroys it outside the lock).
+    fn retire(&self, e: &Arc<PlanEntry>) -> Option<Arc<PlanEntry>> {
+        let mut retired = lock(&self.core.retired);
+        retired.insert(e.plan, e.clone());
+        match e.state.evict() {
+            Evicted::Idle => {
+                retired.remove(&e.plan);
+                // The caller destroys it (`Core::destroy`, which counts it back out).
+                self.core.destroying.fetch_add(1, Ordering::SeqCst);
+                Some(e.clone())
+            }
+            Evicted::Leased => None,
+        }
+    }
+    /// Removes `key` from the cache and evicts it.
+    fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
+        let e = inner.lru.pop(key)?;
+        self.map.remove(key);
+        inner.work_area_bytes -= e.work_size;
+        let cap = inner.capacity;
+        inner.thrash.evicted(*key, cap);
+        Counters::bump(&e.dev.counters.evictions);
+        self.retire(&e)
+    }
+    /// Replays hit stamps into the LRU list, oldest first, so its order is exact.
+    fn sync_recency(inner: &mut Inner) {
+        let mut touched: Vec<(u64, PlanDesc)> = inner
+            .lru
+            .iter()
+            .filter_map(|(k, e)| {
+                let s = e.last_used.load(Ordering::Relaxed);
+                (s != e.listed.load(Ordering::Relaxed)).then_some((s, *k))
+            })
+            .collect();
+        touched.sort_unstable_by_key(|t| t.0);
+        for (s, k) in touched {
+            inner.lru.promote(&k);
+            if let Some(e) = inner.lru.peek(&k) {
+                e.listed.store(s, Ordering::Relaxed);
+            }
+        }
+    }
+    /// Evicts the least recently used idle plan counting against `ceiling`, if any, for a
+    /// miss at that ceiling.
+    fn evict_one_idle(&self, inner: &mut Inner, ceiling: &Arc<LiveCeiling>) -> Option<Arc<PlanEntry>> {
+        Self::sync_recency(inner);
+        let key = inner
+            .lru
+            .iter()
+            .rev()
+            .find(|(_, e)| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))
+            .map(|(k, _)| *k)?;
+        // A hit may lease it between the check and the eviction; it is then retired and
+        // the caller looks again.
+        self.evict_key(inner, &key)
+    }
+}
+
+impl Reclaim for Cache {
+    fn reclaim_one(&self, ceiling: &Arc<LiveCeiling>) -> bool {
+        let victim = {
+            let mut inner = lock(&self.inner);
+            if inner.shut_down {
+                return false;
+            }
+            self.evict_one_idle(&mut inner, ceiling)
+        };
+        match victim {
+            Some(e) => {
+                self.core.doom(e);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 struct Inner {
@@ -280,8 +370,8 @@ impl PlanPool {
             crate::pool::completion::run(completion_rx);
         })
         .map_err(|e| Error::Internal(format!("cannot start the completion thread: {e}")))?;
-        Ok(PlanPool {
-            core,
+        let cache = Arc::new(Cache {
+            core: core.clone(),
             map: new_map(),
             inner: Mutex::new(Inner {
                 lru: LruCache::unbounded_with_hasher(FxBuildHasher),
@@ -292,6 +382,10 @@ impl PlanPool {
                 shut_down: false,
                 thrash: ThrashDetector::new(),
             }),
+        });
+        Ok(PlanPool {
+            core,
+            cache,
             retire_rx,
             flush_hook: parking::RwLock::new(None),
             recency: Recency::default(),
@@ -393,7 +487,7 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn capacity(&self) -> usize {
-        lock(&self.inner).capacity
+        lock(&self.cache.inner).capacity
     }
 
     /// How long a miss waits at the ceiling before it fails with `CeilingTimeout`.
@@ -446,7 +540,7 @@ impl PlanPool {
 
     #[inline]
     fn try_hit(&self, desc: &PlanDesc) -> Option<Lease> {
-        let guard = self.map.get(desc)?;
+        let guard = self.cache.map.get(desc)?;
         let e = guard.value();
         if !e.state.try_lease() {
             return None;
@@ -489,13 +583,13 @@ impl PlanPool {
             // A new recency period: hits from here on rank above everything stamped before.
             self.recency.advance();
             let step = {
-                let mut inner = lock(&self.inner);
+                let mut inner = lock(&self.cache.inner);
                 if inner.shut_down {
                     return Err(Error::ShutDown);
                 }
                 if let Some(f) = inner.creating.get(desc) {
                     Step::Join(f.clone())
-                } else if self.map.contains_key(desc) {
+                } else if self.cache.map.contains_key(desc) {
                     Step::Retry
                 } else if dev.ceiling.try_acquire() {
                     self.core.live_up(&dev);
@@ -509,7 +603,7 @@ impl PlanPool {
                     Step::Create(f)
                 } else if evicted_since_wake {
                     Step::Wait
-                } else if let Some(e) = self.evict_one_idle(&mut inner, &dev.ceiling) {
+                } else if let Some(e) = self.cache.evict_one_idle(&mut inner, &dev.ceiling) {
                     Step::Evicted(e)
                 } else {
                     Step::Wait
@@ -542,6 +636,12 @@ impl PlanPool {
                     self.core.doom(entry);
                 }
                 Step::Wait => {
+                    // Nothing idle of our own: another pool at this ceiling may sit on idle
+                    // plans. One reclaim per wake-up, like our own evictions.
+                    if !evicted_since_wake && dev.ceiling.reclaim_from_others(Arc::as_ptr(&self.cache) as *const ()) {
+                        evicted_since_wake = true;
+                        continue;
+                    }
                     #[cfg(all(test, loom))]
                     let registered_before_last_look = !crate::pool::tests::regressed(crate::pool::tests::Regression::WaitWithoutRegistering);
                     #[cfg(not(all(test, loom)))]
@@ -672,13 +772,13 @@ impl PlanPool {
         });
         let mut victims = Vec::new();
         let shut_down = {
-            let mut inner = lock(&self.inner);
+            let mut inner = lock(&self.cache.inner);
             inner.creating.remove(desc);
             if !inner.shut_down {
                 // Replay earlier hits first, so the new plan lands above them.
-                Self::sync_recency(&mut inner);
+                Cache::sync_recency(&mut inner);
                 inner.lru.put(*desc, entry.clone());
-                self.map.insert(*desc, entry.clone());
+                self.cache.map.insert(*desc, entry.clone());
                 inner.work_area_bytes += entry.work_size;
                 self.enforce_bounds(&mut inner, &mut victims);
             }
@@ -688,7 +788,7 @@ impl PlanPool {
             // Retired before it stops counting as `creating`, so that `shutdown` (which
             // reads `creating` first, then the retired set) always sees it in one of them.
             // Never cached: our own release below hands it to the destroyer.
-            self.retire(&entry);
+            self.cache.retire(&entry);
             c.creating.fetch_sub(1, Ordering::SeqCst);
             flight.finish(Err(Error::ShutDown));
             drop(Lease::new(entry));
@@ -696,6 +796,12 @@ impl PlanPool {
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
         flight.finish(Ok(entry.clone()));
+        // From its first plan on a device, this cache can be asked by other pools at that
+        // device's ceiling for an idle plan.
+        if !dev.enlisted.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let cache: Arc<dyn Reclaim> = self.cache.clone();
+            dev.ceiling.enlist(Arc::downgrade(&cache));
+        }
         // Over capacity (not at the ceiling): the victims are destroyed here, as before, so
         // that a cache never holds more than its capacity alive once the miss returned.
         for v in victims {
@@ -704,72 +810,14 @@ impl PlanPool {
         Ok(Lease::new(entry))
     }
 
-    /// Marks an entry evicted. It joins the retired set first, so that a last release
-    /// racing this eviction always finds it there. Returns it when it was idle (the caller
-    /// destroys it outside the lock).
-    fn retire(&self, e: &Arc<PlanEntry>) -> Option<Arc<PlanEntry>> {
-        let mut retired = lock(&self.core.retired);
-        retired.insert(e.plan, e.clone());
-        match e.state.evict() {
-            Evicted::Idle => {
-                retired.remove(&e.plan);
-                // The caller destroys it (`Core::destroy`, which counts it back out).
-                self.core.destroying.fetch_add(1, Ordering::SeqCst);
-                Some(e.clone())
-            }
-            Evicted::Leased => None,
-        }
-    }
 
-    /// Removes `key` from the cache and evicts it.
-    fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
-        let e = inner.lru.pop(key)?;
-        self.map.remove(key);
-        inner.work_area_bytes -= e.work_size;
-        let cap = inner.capacity;
-        inner.thrash.evicted(*key, cap);
-        Counters::bump(&e.dev.counters.evictions);
-        self.retire(&e)
-    }
 
-    /// Replays hit stamps into the LRU list, oldest first, so its order is exact.
-    fn sync_recency(inner: &mut Inner) {
-        let mut touched: Vec<(u64, PlanDesc)> = inner
-            .lru
-            .iter()
-            .filter_map(|(k, e)| {
-                let s = e.last_used.load(Ordering::Relaxed);
-                (s != e.listed.load(Ordering::Relaxed)).then_some((s, *k))
-            })
-            .collect();
-        touched.sort_unstable_by_key(|t| t.0);
-        for (s, k) in touched {
-            inner.lru.promote(&k);
-            if let Some(e) = inner.lru.peek(&k) {
-                e.listed.store(s, Ordering::Relaxed);
-            }
-        }
-    }
 
-    /// Evicts the least recently used idle plan counting against `ceiling`, if any, for a
-    /// miss at that ceiling.
-    fn evict_one_idle(&self, inner: &mut Inner, ceiling: &Arc<LiveCeiling>) -> Option<Arc<PlanEntry>> {
-        Self::sync_recency(inner);
-        let key = inner
-            .lru
-            .iter()
-            .rev()
-            .find(|(_, e)| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))
-            .map(|(k, _)| *k)?;
-        // A hit may lease it between the check and the eviction; it is then retired and
-        // the caller looks again.
-        self.evict_key(inner, &key)
-    }
 
     /// Evicts least recently used plans until the cache fits its capacity and work-area
     /// budget. Idle victims are returned for destruction; leased ones are retired.
     fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>) {
-        Self::sync_recency(inner);
+        Cache::sync_recency(inner);
         loop {
             let over_capacity = inner.lru.len() > inner.capacity;
             let over_budget = inner.work_area_budget.is_some_and(|b| inner.work_area_bytes > b) && inner.lru.len() > 1;
@@ -777,7 +825,7 @@ impl PlanPool {
                 break;
             }
             let Some(key) = inner.lru.peek_lru().map(|(k, _)| *k) else { break };
-            victims.extend(self.evict_key(inner, &key));
+            victims.extend(self.cache.evict_key(inner, &key));
         }
     }
 
@@ -813,7 +861,7 @@ impl PlanPool {
         }
         let mut victims = Vec::new();
         {
-            let mut inner = lock(&self.inner);
+            let mut inner = lock(&self.cache.inner);
             inner.capacity = capacity;
             self.enforce_bounds(&mut inner, &mut victims);
         }
@@ -843,11 +891,11 @@ impl PlanPool {
     pub fn trim(&self) -> usize {
         let mut victims = Vec::new();
         {
-            let mut inner = lock(&self.inner);
+            let mut inner = lock(&self.cache.inner);
             let idle: Vec<PlanDesc> =
                 inner.lru.iter().filter(|(_, e)| e.state.leases() == 0).map(|(k, _)| *k).collect();
             for k in idle {
-                victims.extend(self.evict_key(&mut inner, &k));
+                victims.extend(self.cache.evict_key(&mut inner, &k));
             }
         }
         for v in &victims {
@@ -942,7 +990,7 @@ impl PlanPool {
         let want = |d: i32| only.is_none_or(|o| o == d);
         let mut m = MetricsSnapshot::default();
         {
-            let inner = lock(&self.inner);
+            let inner = lock(&self.cache.inner);
             m.capacity = inner.capacity;
             for (_, e) in inner.lru.iter().filter(|(_, e)| want(e.desc.device)) {
                 m.cached += 1;
@@ -1018,8 +1066,8 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn cached_plans(&self) -> Vec<CachedPlan> {
-        let mut inner = lock(&self.inner);
-        Self::sync_recency(&mut inner);
+        let mut inner = lock(&self.cache.inner);
+        Cache::sync_recency(&mut inner);
         inner
             .lru
             .iter()
@@ -1053,14 +1101,14 @@ impl PlanPool {
     pub fn shutdown(&self) -> ShutdownReport {
         let mut victims = Vec::new();
         {
-            let mut inner = lock(&self.inner);
+            let mut inner = lock(&self.cache.inner);
             if inner.shut_down {
                 return ShutdownReport::default();
             }
             inner.shut_down = true;
             let keys: Vec<PlanDesc> = inner.lru.iter().map(|(k, _)| *k).collect();
             for k in keys {
-                victims.extend(self.evict_key(&mut inner, &k));
+                victims.extend(self.cache.evict_key(&mut inner, &k));
             }
         }
         let mut destroyed = victims.len();
@@ -1176,7 +1224,7 @@ impl Drop for CreationGuard<'_> {
             self.pool.core.live_down(self.dev);
             self.dev.ceiling.release();
         }
-        lock(&self.pool.inner).creating.remove(&self.desc);
+        lock(&self.pool.cache.inner).creating.remove(&self.desc);
         let e = self.error.take().unwrap_or_else(|| {
             Error::Internal(format!("the creation of {} was interrupted by a panic on the calling thread", self.desc))
         });
