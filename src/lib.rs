@@ -40,7 +40,7 @@ pub use observe::serve::MetricsServer;
 pub use observe::watchdog::{CallKind, StalledCall};
 pub use pool::ceiling::LiveCeiling;
 pub use pool::config::{CeilingScope, PoolConfig, PoolConfigBuilder};
-pub use pool::lease::{Lease, ReleaseAfterError};
+pub use pool::lease::{CapturedRelease, Lease, ReleaseAfterError};
 pub use pool::plan_pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport};
 pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;

@@ -379,3 +379,33 @@ fn leased_plans_of_another_pool_are_never_reclaimed() {
     assert!(b.acquire(&c2c(16, 1)).is_ok(), "once idle it is reclaimed");
     assert!(!sim.is_live(plan));
 }
+
+/// Issue 14, item 10: `release_after` on a stream that is capturing a graph ties the
+/// release to the captured work (a host node after it in the graph), since an event
+/// recorded during a capture proves nothing. The plan stays leased through the capture and
+/// until the graph has run; the sim records no event recorded during the capture and no
+/// graph run on a destroyed plan.
+#[test]
+fn release_after_on_a_capturing_stream_releases_when_the_graph_runs() {
+    let sim = Arc::new(SimRuntime::new(SimConfig::default()));
+    let rt: Arc<dyn Runtime> = sim.clone();
+    let pool = pool(&rt, 1, 1, Duration::from_millis(50));
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
+    let lease = pool.acquire(&c2c(64, 1)).unwrap();
+    let plan = lease.plan();
+    sim.begin_capture(stream.raw()).unwrap();
+    let job = enqueue(&rt, &lease, &stream, 21);
+    // SAFETY: the stream is live and outlives the graph's launch below.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
+    let graph = sim.end_capture(stream.raw()).unwrap();
+    // Captured, not run: the plan is still leased, a miss for another shape cannot evict it.
+    let e = pool.acquire(&c2c(32, 1)).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "released before the graph ran: {e}");
+    assert!(sim.is_live(plan));
+    sim.graph_launch(&graph, stream.raw()).unwrap();
+    assert!(job.check(&stream) < 1e-4, "the graph ran the transform");
+    // The host node ran after the transform: the lease went, the miss evicts the plan.
+    assert!(pool.acquire(&c2c(32, 1)).is_ok());
+    assert!(!sim.is_live(plan));
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
+}

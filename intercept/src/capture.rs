@@ -25,8 +25,7 @@
 
 use std::ffi::c_void;
 
-use hipfft_pool::Lease;
-use parking_lot::Mutex;
+use hipfft_pool::CapturedRelease;
 
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,43 +67,16 @@ impl CapturePolicy {
     }
 }
 
-/// The lease of one captured execution, released by the first run of its host node.
-///
-/// The host node may run any number of times (a graph can be relaunched), so the record is
-/// never freed: each captured execution leaves one such record (a few dozen bytes) for the
-/// life of the process. Only its first run releases; later runs are counted.
-pub struct CapturedUse {
-    lease: Mutex<Option<Lease>>,
-}
-
-impl CapturedUse {
-    /// A record owning `lease`, as the host function's `data` pointer (leaked on purpose).
-    pub fn leak(lease: Lease) -> *mut c_void {
-        Box::into_raw(Box::new(CapturedUse { lease: Mutex::new(Some(lease)) })) as *mut c_void
-    }
-
-    /// Takes the lease back from a record whose host node was never enqueued.
-    ///
-    /// # Safety
-    /// `data` came from [`CapturedUse::leak`] and no host node refers to it.
-    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
-        // SAFETY: the caller's contract: the box is ours alone again.
-        let record = unsafe { Box::from_raw(data as *mut CapturedUse) };
-        record.lease.lock().take()
-    }
-}
-
 /// The host node: releases the lease on its first run. Never calls the GPU runtime (a lease
 /// release is an atomic decrement and at most a channel send).
 ///
 /// # Safety
-/// `data` came from [`CapturedUse::leak`].
+/// `data` came from [`CapturedRelease::leak`].
 pub unsafe extern "C" fn release_captured(data: *mut c_void) {
     // A panic must not unwind into the runtime's callback thread.
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: records are never freed once a host node refers to them.
-        let record = unsafe { &*(data as *const CapturedUse) };
-        match record.lease.lock().take() {
+        match unsafe { CapturedRelease::take(data) } {
             Some(lease) => {
                 // At once: the host node runs after the captured work, and a stream callback
                 // must not call the runtime (a drop would record an event).

@@ -22,7 +22,8 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CapturePolicy, CapturedUse, release_captured};
+use crate::capture::{CapturePolicy, release_captured};
+use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
 /// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
@@ -763,15 +764,15 @@ impl Engine {
                 return Ok(());
             }
             drop(s);
-            let data = CapturedUse::leak(lease);
-            // SAFETY: `data` is never freed (see CapturedUse), release_captured may run on any
+            let data = CapturedRelease::leak(lease);
+            // SAFETY: `data` is never freed (see CapturedRelease), release_captured may run on any
             // thread and calls no GPU runtime.
             let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
             // SAFETY: the framework's capturing stream; `call` as above.
             if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
                 // No host node: pin the lease instead, so it is never released under the graph.
                 // SAFETY: no host node refers to `data`: the launch failed.
-                if let Some(lease) = unsafe { CapturedUse::reclaim(data) } {
+                if let Some(lease) = unsafe { CapturedRelease::reclaim(data) } {
                     let mut s = v.settings.lock();
                     if s.pinned.is_empty() {
                         self.pinned_handles.fetch_add(1, Ordering::Relaxed);

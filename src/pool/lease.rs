@@ -4,6 +4,7 @@
 //! one atomic decrement, plus a channel send for the last lease of an evicted plan), so it
 //! is safe where HIP calls are forbidden, such as a stream host callback.
 
+use std::ffi::c_void;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::pool::entry::PlanEntry;
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
-use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
+use crate::runtime::boundary::{DevicePtr, HostCall, RawPlan, RawStream, with_device};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
@@ -416,6 +417,27 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
+        let core = self.entry.core.clone();
+        let rt = &*core.runtime;
+        // On a capturing stream an event would be captured too and prove nothing when
+        // queried: the release rides in a host node after the captured work instead.
+        // SAFETY: the caller's promise on `stream`.
+        if let Ok(true) = unsafe { rt.stream_is_capturing(stream) } {
+            let device = self.entry.desc.device;
+            let data = CapturedRelease::leak(self);
+            // SAFETY: `release_on_run` may run on any thread and calls no GPU runtime; the
+            // record it reads is never freed once a host node refers to it.
+            let call = unsafe { HostCall::new(release_on_run, data) };
+            // SAFETY: as above, on the caller's live stream.
+            return match with_device(rt, device, || unsafe { rt.launch_host_fn(stream, call) }) {
+                Ok(()) => Ok(()),
+                // SAFETY: the launch failed, so no host node refers to `data`.
+                Err(error) => match unsafe { CapturedRelease::reclaim(data) } {
+                    Some(lease) => Err(ReleaseAfterError { error, lease }),
+                    None => Ok(()), // unreachable: nothing took the lease out
+                },
+            };
+        }
         // SAFETY: the caller's promise, passed on.
         unsafe { self.into_entry().release_after(stream) }
             .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease::new(entry) })
@@ -468,22 +490,109 @@ impl Drop for Lease {
 
 #[cold]
 fn release_after_drop(entry: Arc<PlanEntry>, stream: RawStream) {
-    // The `Arc` clone carries the lease from here: the one in the dropped `Lease` goes
-    // without releasing (its strong count only).
+    // The `Arc` clone carries the lease from here (in a fresh, unexecuted `Lease`): the one
+    // in the dropped `Lease` goes without releasing (its strong count only).
     // SAFETY: `Lease::exec`'s contract keeps the last stream live until the lease is dropped.
-    let Err((error, entry)) = (unsafe { entry.release_after(stream) }) else { return };
-    let rt = &*entry.core.runtime;
+    let Err(ReleaseAfterError { error, lease }) = (unsafe { Lease::new(entry).release_after(stream) }) else { return };
+    let rt = &*lease.entry.core.runtime;
     // SAFETY: as above.
-    match with_device(rt, entry.desc.device, || unsafe { rt.stream_synchronize(stream) }) {
-        Ok(()) => entry.release_lease(),
+    match with_device(rt, lease.entry.desc.device, || unsafe { rt.stream_synchronize(stream) }) {
+        Ok(()) => lease.release(),
         Err(sync) => {
             tracing::error!(
-                plan = ?entry.plan, %error, %sync,
+                plan = ?lease.entry.plan, %error, %sync,
                 "a lease dropped after an execution could not be released after its work; it stays leased"
             );
-            std::mem::forget(entry);
+            std::mem::forget(lease);
         }
     }
+}
+
+/// The lease of one execution captured into a graph, released by the first run of the
+/// host node that follows it in the graph ([`Lease::release_after`] on a capturing stream).
+///
+/// A graph can be launched any number of times, so the record is never freed once a host
+/// node refers to it: each captured release leaves one (a few dozen bytes) for the life of
+/// the process. Only the first run releases. A graph relaunched after that would run a plan
+/// the pool may have destroyed: a host that replays graphs keeps its leases instead.
+pub struct CapturedRelease {
+    lease: parking_lot::Mutex<Option<Lease>>,
+}
+
+impl CapturedRelease {
+    /// A record owning `lease`, as a host function's `data` pointer (leaked on purpose).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{CapturedRelease, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let data = CapturedRelease::leak(pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?);
+    /// // No host node was enqueued with it: take the lease back.
+    /// // SAFETY: `data` came from `leak` and no host node refers to it.
+    /// let lease = unsafe { CapturedRelease::reclaim(data) }.unwrap();
+    /// lease.release();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn leak(lease: Lease) -> *mut c_void {
+        Box::into_raw(Box::new(CapturedRelease { lease: parking_lot::Mutex::new(Some(lease)) })) as *mut c_void
+    }
+
+    /// Takes the lease back from a record whose host node was never enqueued, and frees it.
+    ///
+    /// # Safety
+    /// `data` came from [`CapturedRelease::leak`] and no host node refers to it.
+    ///
+    /// # Examples
+    ///
+    /// See [`CapturedRelease::leak`].
+    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
+        // SAFETY: the caller's contract: the box is ours alone again.
+        let record = unsafe { Box::from_raw(data as *mut CapturedRelease) };
+        record.lease.lock().take()
+    }
+
+    /// The lease, on the host node's first run; `None` on later runs (a relaunched graph).
+    ///
+    /// # Safety
+    /// `data` came from [`CapturedRelease::leak`] and was not reclaimed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{CapturedRelease, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let data = CapturedRelease::leak(pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?);
+    /// // SAFETY: from `leak`, not reclaimed (and, here, never freed: as a host node's record).
+    /// unsafe {
+    ///     CapturedRelease::take(data).unwrap().release(); // the first run
+    ///     assert!(CapturedRelease::take(data).is_none()); // a relaunch
+    /// }
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn take(data: *mut c_void) -> Option<Lease> {
+        // SAFETY: the caller's contract: a live record, only ever read through `&`.
+        let record = unsafe { &*(data as *const CapturedRelease) };
+        record.lease.lock().take()
+    }
+}
+
+/// The host function of a captured release: releases at once (the captured work before it
+/// in the graph has run), with no GPU runtime call, as a stream callback must.
+unsafe extern "C" fn release_on_run(data: *mut c_void) {
+    // A panic must not unwind into the runtime's callback thread.
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: `data` is a record from `CapturedRelease::leak` that a host node refers to.
+        if let Some(lease) = unsafe { CapturedRelease::take(data) } {
+            lease.release();
+        }
+    });
 }
 
 // So that `?` works on `release_after` in any function returning the crate's `Result`.
