@@ -480,3 +480,68 @@ fn reference_is_sound() {
         assert!(rel_l2(&got, &want) < 1e-13, "C2R reference, dims {dims:?}");
     }
 }
+
+/// Issue 14, item 10, on the GPU: `release_after` on a stream that is capturing a graph
+/// (global mode, as MLX captures) puts the release in a host node after the captured work:
+/// the plan stays leased until the graph ran (at a ceiling of 1 a miss for another shape
+/// times out), and the transform the graph ran is right.
+#[test]
+fn release_after_on_a_capturing_stream_waits_for_the_graph() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    let Some(cuda) = runtime() else { return };
+    let rt: Arc<dyn Runtime> = Arc::new(cuda);
+    let cfg = hipfft_pool::PoolConfig::builder()
+        .capacity(1)
+        .private_ceiling(1)
+        // Long enough for a first cuFFT create and destroy in a cold process (up to ~0.4 s
+        // seen on the H200), which the last acquire below waits for.
+        .acquire_timeout(Duration::from_millis(1500))
+        .build()
+        .unwrap();
+    let pool = hipfft_pool::PlanPool::new(cfg, rt.clone()).unwrap();
+    let desc = PlanDesc::new(TransformType::C2C, &[256], 4);
+    let n = 256 * 4;
+    let mut rng = Rng(99);
+    let signal: Vec<C> = (0..n).map(|_| (rng.next(), rng.next())).collect();
+    let mut want = signal.clone();
+    dft(&mut want, &[256], 4, -1.0);
+    let input = rt.malloc(n * 8).unwrap();
+    let output = rt.malloc(n * 8).unwrap();
+    let stream = rt.stream_create().unwrap();
+    let lease = pool.acquire(&desc).unwrap();
+    let work = rt.malloc(lease.work_size().max(1)).unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_htod(input, &to_bytes(&flatten(&signal), false)) }.unwrap();
+    // SAFETY: a live stream of this runtime.
+    unsafe { hipfft_pool::runtime::cuda::graph::begin(stream) }.unwrap();
+    // SAFETY: see the note at the top of this file; the buffers live past the launch below.
+    unsafe { lease.exec(stream, input, output, Direction::Forward, Some(work)) }.unwrap();
+    // SAFETY: the capturing stream, live until the end of the test.
+    unsafe { lease.release_after(stream) }.unwrap();
+    // SAFETY: the stream `begin` started capturing.
+    let graph = unsafe { hipfft_pool::runtime::cuda::graph::end(stream) }.unwrap();
+    let other = PlanDesc::new(TransformType::C2C, &[128], 1);
+    let e = pool.acquire(&other).unwrap_err();
+    assert!(matches!(e, Error::CeilingTimeout { .. }), "released before the graph ran: {e}");
+    // SAFETY: the stream and every buffer the graph uses are live.
+    unsafe { graph.launch(stream) }.unwrap();
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.stream_synchronize(stream) }.unwrap();
+    let mut out = vec![0u8; n * 8];
+    // SAFETY: see the note at the top of this file.
+    unsafe { rt.memcpy_dtoh(&mut out, output) }.unwrap();
+    let err = rel_l2(&from_bytes(&out, false), &flatten(&want));
+    println!("captured C2C n=256 batch=4: relative L2 error {err:.2e}");
+    assert!(err <= TOL_F32, "{err}");
+    // The host node ran after the transform: the lease went, and the miss evicts the plan.
+    assert!(pool.acquire(&other).is_ok(), "released once the graph ran");
+    drop(graph);
+    // SAFETY: see the note at the top of this file.
+    unsafe {
+        rt.stream_destroy(stream).unwrap();
+        rt.free(input).unwrap();
+        rt.free(output).unwrap();
+        rt.free(work).unwrap();
+    }
+}

@@ -20,7 +20,7 @@ pub use result::cuda_code;
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::{Error, Result};
 use crate::runtime::boundary::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// The cuFFT runtime. Cheap to create more than once: loading happens once per process.
@@ -30,6 +30,48 @@ pub struct CudaRuntime {
 }
 
 impl CudaRuntime {
+    /// `Runtime::plan_create` without the capture-mode guard.
+    fn make_plan(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+        let extents = desc.extents()?;
+        let r = desc.rank();
+        let mut n = [0i64; 3];
+        n[..r].copy_from_slice(desc.dims());
+        // Packed sides get a null embed; their stride/dist are ignored by cuFFT but set to
+        // the packed values anyway.
+        let packed = |dims: &[i64; 3]| dims[..r].iter().product::<i64>();
+        // cuFFT takes the advanced layout only from two embeds: a packed side is spelled out.
+        let layouts = desc.library_layouts();
+        let (mut iembed, istride, idist) =
+            layouts.map_or(([0; 3], 1, packed(&extents.input_dims)), |(l, _)| (l.embed, l.stride, l.dist));
+        let (mut oembed, ostride, odist) =
+            layouts.map_or(([0; 3], 1, packed(&extents.output_dims)), |(_, l)| (l.embed, l.stride, l.dist));
+        let plan = result::cufft_create()?;
+        // SAFETY: `plan` was just created and is made only here; the embeds hold `r` entries.
+        let made = unsafe { result::cufft_set_auto_allocation(plan, options.auto_allocation) }.and_then(|()| unsafe {
+            result::cufft_make_plan_many64(
+                plan,
+                &mut n[..r],
+                layouts.is_some().then_some(&mut iembed[..r]),
+                istride,
+                idist,
+                layouts.is_some().then_some(&mut oembed[..r]),
+                ostride,
+                odist,
+                desc.transform,
+                desc.batch,
+            )
+        });
+        match made {
+            Ok(work_size) => Ok(CreatedPlan { plan, work_size }),
+            Err(e) => {
+                // The first error is the one worth reporting; a failing destroy adds nothing.
+                // SAFETY: the handle made above, used by nobody else.
+                let _ = unsafe { result::cufft_destroy(plan) };
+                Err(e)
+            }
+        }
+    }
+
     /// Loads the CUDA libraries and checks that a device exists.
     ///
     /// `Error::Unavailable` when a library or symbol is missing (naming it and the file
@@ -94,44 +136,9 @@ unsafe impl Runtime for CudaRuntime {
     }
 
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
-        let extents = desc.extents()?;
-        let r = desc.rank();
-        let mut n = [0i64; 3];
-        n[..r].copy_from_slice(desc.dims());
-        // Packed sides get a null embed; their stride/dist are ignored by cuFFT but set to
-        // the packed values anyway.
-        let packed = |dims: &[i64; 3]| dims[..r].iter().product::<i64>();
-        // cuFFT takes the advanced layout only from two embeds: a packed side is spelled out.
-        let layouts = desc.library_layouts();
-        let (mut iembed, istride, idist) =
-            layouts.map_or(([0; 3], 1, packed(&extents.input_dims)), |(l, _)| (l.embed, l.stride, l.dist));
-        let (mut oembed, ostride, odist) =
-            layouts.map_or(([0; 3], 1, packed(&extents.output_dims)), |(_, l)| (l.embed, l.stride, l.dist));
-        let plan = result::cufft_create()?;
-        // SAFETY: `plan` was just created and is made only here; the embeds hold `r` entries.
-        let made = unsafe { result::cufft_set_auto_allocation(plan, options.auto_allocation) }.and_then(|()| unsafe {
-            result::cufft_make_plan_many64(
-                plan,
-                &mut n[..r],
-                layouts.is_some().then_some(&mut iembed[..r]),
-                istride,
-                idist,
-                layouts.is_some().then_some(&mut oembed[..r]),
-                ostride,
-                odist,
-                desc.transform,
-                desc.batch,
-            )
-        });
-        match made {
-            Ok(work_size) => Ok(CreatedPlan { plan, work_size }),
-            Err(e) => {
-                // The first error is the one worth reporting; a failing destroy adds nothing.
-                // SAFETY: the handle made above, used by nobody else.
-                let _ = unsafe { result::cufft_destroy(plan) };
-                Err(e)
-            }
-        }
+        // Relaxed: the plan's allocations must neither fail nor break another thread's
+        // global-mode capture.
+        result::relaxed_capture(|| self.make_plan(desc, options))
     }
 
     unsafe fn plan_exec(
@@ -158,7 +165,19 @@ unsafe impl Runtime for CudaRuntime {
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         // SAFETY: `Runtime::plan_destroy`'s contract is `cufft_destroy`'s.
-        unsafe { result::cufft_destroy(plan) }
+        result::relaxed_capture(|| unsafe { result::cufft_destroy(plan) })
+    }
+
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+        // SAFETY: the trait's contract (a live stream) is the call's.
+        unsafe { result::stream_is_capturing(stream) }
+    }
+
+    unsafe fn launch_host_fn(&self, stream: RawStream, call: HostCall) -> Result<()> {
+        let (f, data) = (call.function(), call.data());
+        // SAFETY: the trait's contract: a live stream, and `HostCall::new`'s (f may run on
+        // any thread and calls no CUDA).
+        unsafe { result::launch_host_func(stream, f, data) }
     }
 
     fn event_create(&self) -> Result<RawEvent> {
@@ -269,5 +288,93 @@ mod tests {
         assert_eq!(cuda_version(12080), "12.8");
         assert_eq!(cufft_version(11206), "11.2.6");
         assert_eq!(cufft_version(12000), "12.0.0");
+    }
+}
+
+/// Stream capture into a CUDA graph, for the GPU tests (feature `check`): what a framework
+/// such as MLX does around its cuFFT calls.
+#[cfg(feature = "check")]
+pub mod graph {
+    use cudarc::runtime::sys as rt;
+
+    use crate::error::{Error, Result};
+    use crate::runtime::boundary::RawStream;
+
+    fn check(call: &'static str, e: rt::cudaError_t) -> Result<()> {
+        if e == rt::cudaError::cudaSuccess {
+            Ok(())
+        } else {
+            Err(Error::Unavailable(format!("{call} failed: {e:?}")))
+        }
+    }
+
+    /// A graph captured from a stream and instantiated; destroyed on drop.
+    pub struct Captured {
+        graph: rt::cudaGraph_t,
+        exec: rt::cudaGraphExec_t,
+    }
+
+    /// `cudaStreamBeginCapture` in global mode.
+    ///
+    /// # Safety
+    /// `s` is a live, non-null stream of the CUDA runtime.
+    ///
+    /// # Examples
+    ///
+    /// See `tests/cuda_gpu.rs` (a GPU is needed).
+    pub unsafe fn begin(s: RawStream) -> Result<()> {
+        super::result::load()?;
+        // SAFETY: the caller's promise; the runtime is loaded.
+        check("cudaStreamBeginCapture", unsafe {
+            rt::cudaStreamBeginCapture(s.0 as rt::cudaStream_t, rt::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal)
+        })
+    }
+
+    /// `cudaStreamEndCapture` and `cudaGraphInstantiate`.
+    ///
+    /// # Safety
+    /// `s` is the stream a [`begin`] started capturing.
+    ///
+    /// # Examples
+    ///
+    /// See `tests/cuda_gpu.rs` (a GPU is needed).
+    pub unsafe fn end(s: RawStream) -> Result<Captured> {
+        let mut graph: rt::cudaGraph_t = std::ptr::null_mut();
+        // SAFETY: the caller's promise; the out pointer is a live local.
+        check("cudaStreamEndCapture", unsafe { rt::cudaStreamEndCapture(s.0 as rt::cudaStream_t, &mut graph) })?;
+        let mut exec: rt::cudaGraphExec_t = std::ptr::null_mut();
+        // SAFETY: a graph just captured; the out pointer is a live local.
+        if let Err(e) = check("cudaGraphInstantiate", unsafe { rt::cudaGraphInstantiate(&mut exec, graph, 0) }) {
+            // SAFETY: ours, used by nothing.
+            unsafe { rt::cudaGraphDestroy(graph) };
+            return Err(e);
+        }
+        Ok(Captured { graph, exec })
+    }
+
+    impl Captured {
+        /// `cudaGraphLaunch` on `s`.
+        ///
+        /// # Safety
+        /// `s` is a live stream of the CUDA runtime, and everything the captured work uses is
+        /// still live.
+        ///
+        /// # Examples
+        ///
+        /// See `tests/cuda_gpu.rs` (a GPU is needed).
+        pub unsafe fn launch(&self, s: RawStream) -> Result<()> {
+            // SAFETY: the caller's promise; `exec` is ours and live.
+            check("cudaGraphLaunch", unsafe { rt::cudaGraphLaunch(self.exec, s.0 as rt::cudaStream_t) })
+        }
+    }
+
+    impl Drop for Captured {
+        fn drop(&mut self) {
+            // SAFETY: ours; a launch still running keeps what it needs (CUDA defers the free).
+            unsafe {
+                rt::cudaGraphExecDestroy(self.exec);
+                rt::cudaGraphDestroy(self.graph);
+            }
+        }
     }
 }

@@ -124,6 +124,9 @@ const LIBS: [Lib; 3] = [
             "cudaRuntimeGetVersion",
             "cudaDriverGetVersion",
             "cudaGetErrorName",
+            "cudaStreamIsCapturing",
+            "cudaLaunchHostFunc",
+            "cudaThreadExchangeStreamCaptureMode",
         ],
     },
     Lib {
@@ -299,6 +302,42 @@ pub fn stream_create() -> Result<RawStream> {
         rt::cudaStreamCreateWithFlags(&mut s, rt::cudaStreamNonBlocking)
     })?;
     Ok(RawStream(s as usize))
+}
+
+/// `cudaStreamIsCapturing`: whether `s` is capturing a graph now (an invalidated capture
+/// counts as capturing: work enqueued there does not run).
+///
+/// # Safety
+/// `s` is a live stream of this runtime, or the null stream.
+pub unsafe fn stream_is_capturing(s: RawStream) -> Result<bool> {
+    let mut status = rt::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    // SAFETY: the caller's promise; the out pointer is a live local.
+    check_cuda("cudaStreamIsCapturing", unsafe { rt::cudaStreamIsCapturing(stream_t(s), &mut status) })?;
+    Ok(status != rt::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone)
+}
+
+/// `cudaLaunchHostFunc`.
+///
+/// # Safety
+/// `s` is a live stream of this runtime; `f(data)` may run on any thread and calls no CUDA.
+pub unsafe fn launch_host_func(s: RawStream, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's promise.
+    check_cuda("cudaLaunchHostFunc", unsafe { rt::cudaLaunchHostFunc(stream_t(s), Some(f), data) })
+}
+
+/// Runs `f` with this thread's stream-capture mode relaxed, so that the allocations inside
+/// a plan's creation or destroy are allowed while another thread captures in global mode
+/// (MLX's mode), and break nobody's capture. The mode is restored after.
+pub fn relaxed_capture<T>(f: impl FnOnce() -> T) -> T {
+    let mut mode = rt::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
+    // SAFETY: exchanges this thread's mode through a live local.
+    let swapped = unsafe { rt::cudaThreadExchangeStreamCaptureMode(&mut mode) } == rt::cudaError::cudaSuccess;
+    let r = f();
+    if swapped {
+        // SAFETY: as above; puts the previous mode back.
+        unsafe { rt::cudaThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    r
 }
 
 /// `cudaStreamSynchronize`.
