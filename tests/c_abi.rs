@@ -90,6 +90,7 @@ struct Programs {
     abi_test_static: PathBuf,
     mlx_pattern: PathBuf,
     multi_pool_test: PathBuf,
+    panic_test: PathBuf,
 }
 
 fn programs() -> &'static Programs {
@@ -133,6 +134,17 @@ fn programs() -> &'static Programs {
         link_dynamic(&mut c);
         run(&mut c);
 
+        let panic_test = w.join("panic_test");
+        let mut c = cc();
+        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            .arg("-I")
+            .arg(&include)
+            .arg(c_dir().join("panic_test.c"))
+            .arg("-o")
+            .arg(&panic_test);
+        link_dynamic(&mut c);
+        run(&mut c);
+
         let mlx_pattern = w.join("mlx_pattern");
         let mut c = cxx();
         c.args(["-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
@@ -147,7 +159,7 @@ fn programs() -> &'static Programs {
             .arg(&mlx_pattern);
         link_dynamic(&mut c);
         run(&mut c);
-        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test }
+        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test, panic_test }
     })
 }
 
@@ -273,6 +285,15 @@ fn abi_test_against_the_staticlib() {
 fn several_pools_share_the_ceiling_through_the_c_abi() {
     let out = run(&mut program(&programs().multi_pool_test));
     expect_summary(&out, "multi_pool_test");
+}
+
+/// Issue 14, item 2, through the C ABI: a runtime that panics inside plan creation (the
+/// sim's `HIPFFT_POOL_SIM_PANIC_CREATE_EVERY=2`) gives `HFP_INTERNAL_ERROR` with a message and
+/// leaves no slot, key or flight behind.
+#[test]
+fn a_panicking_runtime_through_the_c_abi_leaves_nothing_behind() {
+    let out = run(program(&programs().panic_test).env("HIPFFT_POOL_SIM_PANIC_CREATE_EVERY", "2"));
+    expect_summary(&out, "panic_test");
 }
 
 #[test]

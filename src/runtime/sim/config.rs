@@ -39,6 +39,9 @@ pub struct SimConfig {
     pub fail_destroy_every: Option<u64>,
     /// Every K-th `event_record` fails with `hipErrorInvalidValue` (`HIPFFT_POOL_SIM_FAIL_EVENT_EVERY`).
     pub fail_event_every: Option<u64>,
+    /// Every K-th plan creation panics inside the runtime, after its handle was reserved (a
+    /// runtime or hook that panics) (`HIPFFT_POOL_SIM_PANIC_CREATE_EVERY`).
+    pub panic_create_every: Option<u64>,
     /// What `device_flags` reports (`hipGetDeviceFlags`), e.g. 4 for
     /// `hipDeviceScheduleBlockingSync` (`HIPFFT_POOL_SIM_DEVICE_FLAGS`).
     pub device_flags: u32,
@@ -69,6 +72,7 @@ impl Default for SimConfig {
             fail_event_every: None,
             fail_event_wait: false,
             device_flags: 0,
+            panic_create_every: None,
             fail_malloc_every: None,
             block_destroy: false,
             block_create: false,
@@ -104,6 +108,7 @@ const ENV_VARS: &[EnvVar] = &[
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_exec_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_DESTROY_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_destroy_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EVENT_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_event_every = Some(v) },
+    EnvVar { name: "HIPFFT_POOL_SIM_PANIC_CREATE_EVERY", min: 1, max: u64::MAX, set: |c, v| c.panic_create_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_DEVICE_FLAGS", min: 0, max: 0xFFFF, set: |c, v| c.device_flags = v as u32 },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EVENT_WAIT", min: 0, max: 1, set: |c, v| c.fail_event_wait = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_MALLOC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_malloc_every = Some(v) },
@@ -243,6 +248,6 @@ mod tests {
         assert!(parse_env_value("HIPFFT_POOL_SIM_NOPE", "1").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "+3").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "3 ").is_err());
-        assert_eq!(env_var_names().count(), 14);
+        assert_eq!(env_var_names().count(), 15);
     }
 }

@@ -28,11 +28,12 @@ pub(crate) struct Faults {
     pub destroy: EveryKth,
     pub event: EveryKth,
     pub malloc: EveryKth,
+    pub panic_create: EveryKth,
 }
 
 impl Faults {
     pub(crate) fn reset(&self) {
-        for c in [&self.create, &self.exec, &self.destroy, &self.event, &self.malloc] {
+        for c in [&self.create, &self.exec, &self.destroy, &self.event, &self.malloc, &self.panic_create] {
             c.reset();
         }
     }

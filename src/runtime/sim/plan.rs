@@ -201,6 +201,10 @@ impl SimRuntime {
             return Err(fft_err(CALL, fft::INTERNAL_ERROR));
         }
         std::thread::sleep(config.create_latency);
+        if self.faults.panic_create.hit(config.panic_create_every) {
+            // The reservation gives the handle back as this unwinds.
+            panic!("injected panic in hipfftMakePlanMany64 for {desc} (HIPFFT_POOL_SIM_PANIC_CREATE_EVERY)");
+        }
         if self.faults.create.hit(config.fail_create_every) {
             return Err(fft_err(CALL, fft::ALLOC_FAILED));
         }
