@@ -684,6 +684,44 @@ const char *hfp_pool_runtime(const struct hfp_pool *pool);
  */
 const char *hfp_pool_warnings(const struct hfp_pool *pool);
 
+/**
+ * Writes the pool's working set to `path` as a manifest (JSON, versioned; see
+ * docs/warmup.md): every descriptor it made a plan for, with its hits, creations, measured
+ * creation time and work size, keyed by runtime, library version and device name. The
+ * file is replaced whole (written beside it, then renamed).
+ *
+ * `pool`: borrowed. `path`: borrowed, NUL-terminated. Fails with `HFP_INVALID_ARGUMENT`
+ * naming the path when it cannot be written.
+ */
+enum hfp_status hfp_pool_save_manifest(const struct hfp_pool *pool, const char *path);
+
+/**
+ * Makes the plans of the manifest at `path` on this thread, before they are needed: most
+ * valuable first (creation time times uses), never above the capacity or the live ceiling
+ * (it stops there and evicts nothing), waiting while real misses are being made. A
+ * manifest of another runtime or library version makes nothing; a plan of a device whose
+ * name differs is skipped; each with a warning on stderr naming both.
+ * (`HIPFFT_POOL_WARMUP=PATH` does the same in the background when a pool is made from the
+ * environment.)
+ *
+ * `pool`: borrowed. `path`: borrowed, NUL-terminated. `made`: NULL, or written with the
+ * number of plans made. Fails with `HFP_INVALID_ARGUMENT` when the file cannot be read or
+ * is not a manifest of this version (the message says which).
+ */
+enum hfp_status hfp_pool_warm_up(const struct hfp_pool *pool, const char *path, size_t *made);
+
+/**
+ * Waits up to `timeout_ms` for the background warm-up that `HIPFFT_POOL_WARMUP` started
+ * when the pool was made, and reports once how many plans it made.
+ *
+ * `pool`: borrowed. `made`: written with the number made, or with `SIZE_MAX` when there was
+ * no warm-up, its report was taken already, or it was still running at the timeout (a
+ * later call waits again). NULL: `HFP_INVALID_ARGUMENT`.
+ */
+enum hfp_status hfp_pool_wait_warm_up(const struct hfp_pool *pool,
+                                      uint64_t timeout_ms,
+                                      size_t *made);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

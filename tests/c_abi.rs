@@ -91,6 +91,7 @@ struct Programs {
     mlx_pattern: PathBuf,
     multi_pool_test: PathBuf,
     panic_test: PathBuf,
+    warmup_test: PathBuf,
 }
 
 fn programs() -> &'static Programs {
@@ -145,6 +146,17 @@ fn programs() -> &'static Programs {
         link_dynamic(&mut c);
         run(&mut c);
 
+        let warmup_test = w.join("warmup_test");
+        let mut c = cc();
+        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+            .arg("-I")
+            .arg(&include)
+            .arg(c_dir().join("warmup_test.c"))
+            .arg("-o")
+            .arg(&warmup_test);
+        link_dynamic(&mut c);
+        run(&mut c);
+
         let mlx_pattern = w.join("mlx_pattern");
         let mut c = cxx();
         c.args(["-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
@@ -159,7 +171,7 @@ fn programs() -> &'static Programs {
             .arg(&mlx_pattern);
         link_dynamic(&mut c);
         run(&mut c);
-        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test, panic_test }
+        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test, panic_test, warmup_test }
     })
 }
 
@@ -294,6 +306,15 @@ fn several_pools_share_the_ceiling_through_the_c_abi() {
 fn a_panicking_runtime_through_the_c_abi_leaves_nothing_behind() {
     let out = run(program(&programs().panic_test).env("HIPFFT_POOL_SIM_PANIC_CREATE_EVERY", "2"));
     expect_summary(&out, "panic_test");
+}
+
+/// The manifest saved, warmed up by call and by `HIPFFT_POOL_WARMUP`, through the C ABI.
+#[test]
+fn a_manifest_saved_and_warmed_up_through_the_c_abi() {
+    let path = work_dir().join(format!("warmup-{}.json", std::process::id()));
+    let out = run(program(&programs().warmup_test).arg(&path));
+    expect_summary(&out, "warmup_test");
+    std::fs::remove_file(&path).ok();
 }
 
 #[test]

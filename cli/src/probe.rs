@@ -135,6 +135,12 @@ pub struct ProbeArgs {
     /// (`curl http://127.0.0.1:PORT/metrics`; `/metrics.json` for JSON). Pool mode only.
     #[arg(long, value_name = "127.0.0.1:PORT")]
     pub metrics_addr: Option<String>,
+    /// Write the pool's working set (a manifest: docs/warmup.md) to PATH after the run.
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<PathBuf>,
+    /// Make the plans of the manifest at PATH before the run (a warm-up), and report it.
+    #[arg(long, value_name = "PATH")]
+    pub warmup: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -304,6 +310,9 @@ struct Summary {
     elapsed_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     failure: Option<String>,
+    /// Plans the `--warmup` manifest made before the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warmed_up: Option<usize>,
 }
 
 struct Driven {
@@ -510,6 +519,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         ),
     );
     let sim_live = || sim.as_ref().map(|s| s.live_handles());
+    let mut warmed = None;
     let (driven, stats, ceiling, problem) = match config {
         Some(config) => {
             let pool = std::sync::Arc::new(PlanPool::new(config, rt.clone())?);
@@ -522,11 +532,31 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
                 None => None,
             };
             let pool = &*pool;
+            if let Some(path) = &a.warmup {
+                let manifest = hipfft_pool::manifest::Manifest::load(path)?;
+                let r = pool.warm_up(&manifest);
+                warmed = Some(r.made);
+                eprintln!(
+                    "hipfft-pool: warm-up made {} plans in {:.1} ms ({} already there, {} skipped{})",
+                    r.made,
+                    r.elapsed.as_secs_f64() * 1e3,
+                    r.already,
+                    r.skipped.len(),
+                    r.stopped.as_deref().map_or(String::new(), |s| format!("; stopped: {s}"))
+                );
+                for w in &r.skipped {
+                    eprintln!("hipfft-pool:   skipped: {w}");
+                }
+            }
             let sample = || {
                 let m = pool.metrics();
                 Counts { live: m.live, cached: m.cached, in_flight: m.in_flight, sim_live: sim_live() }
             };
             let driven = drive(pool, &sample, &plan_counts, &shapes, &order, a.exp.cycles, a.exp.device, options, protocol, &label);
+            if let Some(path) = &a.record {
+                pool.save_manifest(path)?;
+                eprintln!("hipfft-pool: manifest of {} plans written to {}", pool.manifest().plans.len(), path.display());
+            }
             let report = pool.shutdown();
             let m = pool.metrics();
             let problem = (!report.still_leased.is_empty())
@@ -578,6 +608,7 @@ pub fn run(a: ProbeArgs) -> Result<ExitCode> {
         passed,
         elapsed_s: outcome.elapsed_s,
         failure: outcome.failure.clone().or(problem),
+        warmed_up: warmed,
     };
     if let Some(path) = &a.timeline {
         plot::write_csv(path, &driven.rows).map_err(|e| bad("--timeline", format!("cannot write {}: {e}", path.display())))?;

@@ -278,7 +278,10 @@ impl Engine {
                 ceiling / 2
             }),
         };
-        let pool = Arc::new(PlanPool::new(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?);
+        // `new_shared` starts the warm-up `HIPFFT_POOL_WARMUP` names; the manifest
+        // `HIPFFT_POOL_MANIFEST_OUT` names is written by the exit hook (this pool is never
+        // dropped).
+        let pool = PlanPool::new_shared(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?;
         // A miss at a full ceiling first asks for the sticky leases back (the engine exists
         // by the time any acquire can miss).
         pool.set_flush_hook(Some(Arc::new(move || {
@@ -907,9 +910,20 @@ fn register_exit_hook() {
     extern "C" fn at_exit() {
         EXITING.store(true, Ordering::Release);
         let _ = std::panic::catch_unwind(write_metrics_out);
+        let _ = std::panic::catch_unwind(write_manifest_out);
     }
     // SAFETY: registers a plain function; it only reads counters and writes a file.
     unsafe { libc::atexit(at_exit) };
+}
+
+/// Writes the pool's working set to `HIPFFT_POOL_MANIFEST_OUT`, if set (at exit).
+pub fn write_manifest_out() {
+    let Some(path) = std::env::var_os("HIPFFT_POOL_MANIFEST_OUT").filter(|p| !p.is_empty()) else { return };
+    let Some(f) = flavor() else { return };
+    let Ok(e) = engine(f) else { return };
+    if let Err(err) = e.pool().save_manifest(&path) {
+        warn(&format!("HIPFFT_POOL_MANIFEST_OUT: {err}"));
+    }
 }
 
 /// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit).

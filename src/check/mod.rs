@@ -6,6 +6,8 @@
 //! - `buffer`: device buffers and streams that own their handle: the safe wrappers over the
 //!   runtime's `unsafe` memory and stream calls; a drop that fails is logged and recorded.
 //! - `probe`: the 26-shape probe that hung hipFFT, run through a pool.
+//! - `trace`: acquire traces over the probe's shapes, run on the sim with the H200's
+//!   creation costs, to compare eviction policies by the sim's own counts.
 //! - `audit`: a [`Runtime`](crate::Runtime) wrapper that checks every call the pool makes.
 //!
 //! This layer may call every other layer; nothing in the library calls it.
@@ -16,6 +18,7 @@ pub mod buffer;
 pub mod correctness;
 pub mod probe;
 pub mod reference;
+pub mod trace;
 
 /// Reports a GPU test that cannot run here. With `HIPFFT_POOL_REQUIRE_GPU=1` (every device
 /// script sets it) a skip is a failure: this panics with `reason`, so a GPU run that found no

@@ -18,13 +18,14 @@ use crate::runtime::boundary::RawStream;
 /// from any thread, concurrently, except `hfp_pool_free`.
 #[allow(non_camel_case_types)]
 pub struct hfp_pool {
-    pool: PlanPool,
+    /// Shared with the warm-up thread the environment may start (`HIPFFT_POOL_WARMUP`).
+    pool: std::sync::Arc<PlanPool>,
     /// The configuration warnings (the environment's and the pool's), one per line.
     warnings: std::ffi::CString,
 }
 
 impl hfp_pool {
-    fn new(pool: PlanPool, env_warnings: &[String]) -> hfp_pool {
+    fn new(pool: std::sync::Arc<PlanPool>, env_warnings: &[String]) -> hfp_pool {
         let lines: Vec<&str> = env_warnings.iter().chain(pool.warnings()).map(String::as_str).collect();
         // A NUL inside a message cannot reach C: it is replaced.
         let warnings = std::ffi::CString::new(lines.join("\n").replace('\0', " ")).unwrap_or_default();
@@ -42,12 +43,12 @@ pub(super) unsafe fn pool_ref<'a>(p: *const hfp_pool) -> Result<&'a PlanPool, Fa
     Ok(&unsafe { &*p }.pool)
 }
 
-fn make_pool(config: PoolConfig, warnings: &[String]) -> Result<PlanPool, Failure> {
+fn make_pool(config: PoolConfig, warnings: &[String]) -> Result<std::sync::Arc<PlanPool>, Failure> {
     for w in warnings {
         eprintln!("hipfft-pool: warning: {w}");
     }
     let selected = crate::runtime::select::open(config.runtime)?;
-    Ok(PlanPool::new(config, selected.runtime)?)
+    Ok(PlanPool::new_shared(config, selected.runtime)?)
 }
 
 /// Fills `*config` with the defaults: capacity 128, live ceiling 0 (= the capacity),
@@ -357,4 +358,85 @@ pub unsafe extern "C" fn hfp_pool_warnings(pool: *const hfp_pool) -> *const c_ch
         Ok(unsafe { &*pool }.warnings.as_ptr())
     })
     .0
+}
+
+/// A path argument: non-null, NUL-terminated, any bytes (Unix paths need not be UTF-8).
+///
+/// # Safety
+/// `path` is null or a NUL-terminated string readable for the call.
+unsafe fn path_arg(path: *const c_char) -> Result<std::path::PathBuf, Failure> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.is_null() {
+        return Err(Failure::null("path"));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's promise).
+    let bytes = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
+    if bytes.is_empty() {
+        return Err(Failure::invalid("invalid argument `path`: empty"));
+    }
+    Ok(std::ffi::OsStr::from_bytes(bytes).into())
+}
+
+/// Writes the pool's working set to `path` as a manifest (JSON, versioned; see
+/// docs/warmup.md): every descriptor it made a plan for, with its hits, creations, measured
+/// creation time and work size, keyed by runtime, library version and device name. The
+/// file is replaced whole (written beside it, then renamed).
+///
+/// `pool`: borrowed. `path`: borrowed, NUL-terminated. Fails with `HFP_INVALID_ARGUMENT`
+/// naming the path when it cannot be written.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_save_manifest(pool: *const hfp_pool, path: *const c_char) -> hfp_status {
+    guard("hfp_pool_save_manifest", || {
+        // SAFETY: the caller's promises on `pool` and `path`.
+        let (pool, path) = unsafe { (pool_ref(pool)?, path_arg(path)?) };
+        pool.save_manifest(path)?;
+        Ok(())
+    })
+}
+
+/// Makes the plans of the manifest at `path` on this thread, before they are needed: most
+/// valuable first (creation time times uses), never above the capacity or the live ceiling
+/// (it stops there and evicts nothing), waiting while real misses are being made. A
+/// manifest of another runtime or library version makes nothing; a plan of a device whose
+/// name differs is skipped; each with a warning on stderr naming both.
+/// (`HIPFFT_POOL_WARMUP=PATH` does the same in the background when a pool is made from the
+/// environment.)
+///
+/// `pool`: borrowed. `path`: borrowed, NUL-terminated. `made`: NULL, or written with the
+/// number of plans made. Fails with `HFP_INVALID_ARGUMENT` when the file cannot be read or
+/// is not a manifest of this version (the message says which).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_warm_up(pool: *const hfp_pool, path: *const c_char, made: *mut usize) -> hfp_status {
+    guard("hfp_pool_warm_up", || {
+        // SAFETY: the caller's promises on `pool` and `path`.
+        let (pool, path) = unsafe { (pool_ref(pool)?, path_arg(path)?) };
+        let manifest = crate::pool::manifest::Manifest::load(path)?;
+        let report = pool.warm_up(&manifest);
+        if !made.is_null() {
+            // SAFETY: non-null and writable (the caller's promise).
+            unsafe { made.write(report.made) };
+        }
+        Ok(())
+    })
+}
+
+/// Waits up to `timeout_ms` for the background warm-up that `HIPFFT_POOL_WARMUP` started
+/// when the pool was made, and reports once how many plans it made.
+///
+/// `pool`: borrowed. `made`: written with the number made, or with `SIZE_MAX` when there was
+/// no warm-up, its report was taken already, or it was still running at the timeout (a
+/// later call waits again). NULL: `HFP_INVALID_ARGUMENT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_wait_warm_up(pool: *const hfp_pool, timeout_ms: u64, made: *mut usize) -> hfp_status {
+    guard("hfp_pool_wait_warm_up", || {
+        if made.is_null() {
+            return Err(Failure::null("made"));
+        }
+        // SAFETY: the caller's promise on `pool`.
+        let pool = unsafe { pool_ref(pool) }?;
+        let report = pool.wait_warm_up(std::time::Duration::from_millis(timeout_ms));
+        // SAFETY: non-null and writable (the caller's promise).
+        unsafe { made.write(report.map_or(usize::MAX, |r| r.made)) };
+        Ok(())
+    })
 }

@@ -5,7 +5,10 @@
 //! `HIPFFT_POOL_CAPACITY`, then `MLX_ROCM_FFT_CACHE_SIZE` (so MLX's knob keeps working);
 //! `HIPFFT_POOL_LIVE_CEILING` (default: the capacity); `HIPFFT_POOL_ACQUIRE_TIMEOUT_MS`;
 //! `HIPFFT_POOL_WORK_AREA_BUDGET` (bytes); `HIPFFT_POOL_WATCHDOG_MS` (default 10000);
-//! `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`).
+//! `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`); `HIPFFT_POOL_EVICTION` (`lru|cost`, default
+//! `cost`); `HIPFFT_POOL_MANIFEST_OUT` (a path: the working set is written there when the pool
+//! is dropped); `HIPFFT_POOL_WARMUP` (a path: that manifest's plans are made in the background
+//! when the pool is made by [`crate::PlanPool::new_shared`], the C ABI or the interposers).
 //! A value that is not a whole number in range keeps the default, with a one-line warning
 //! naming the variable and the value. The builder rejects capacity > ceiling; `from_env()`
 //! clamps the capacity to the ceiling with a warning instead, since a drop-in user cannot
@@ -18,12 +21,14 @@
 //! ceiling can run under `hipfft-pool run -- CMD` (the interposer in `intercept/`), whose
 //! virtual handles let it hold more.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::pool::ceiling::LiveCeiling;
 use crate::error::{Error, Result};
 use crate::runtime::boundary::PlanOptions;
+pub use crate::pool::eviction::Eviction;
 pub use crate::runtime::select::RuntimeChoice;
 
 /// Plans a cache holds unless configured (`HIPFFT_POOL_CAPACITY`).
@@ -94,6 +99,13 @@ pub struct PoolConfig {
     pub shutdown_timeout: Duration,
     /// A runtime call running longer than this is reported (`HIPFFT_POOL_WATCHDOG_MS`).
     pub watchdog_threshold: Duration,
+    /// Which idle plan a miss evicts (`HIPFFT_POOL_EVICTION`).
+    pub eviction: Eviction,
+    /// Where the working set is written when the pool is dropped (`HIPFFT_POOL_MANIFEST_OUT`).
+    pub manifest_out: Option<PathBuf>,
+    /// A manifest whose plans are made in the background when the pool is made through
+    /// [`crate::PlanPool::new_shared`] (`HIPFFT_POOL_WARMUP`).
+    pub warmup: Option<PathBuf>,
 }
 
 impl Default for PoolConfig {
@@ -108,6 +120,9 @@ impl Default for PoolConfig {
             plan_options: PlanOptions::default(),
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             watchdog_threshold: DEFAULT_WATCHDOG_THRESHOLD,
+            eviction: Eviction::default(),
+            manifest_out: None,
+            warmup: None,
         }
     }
 }
@@ -124,6 +139,9 @@ pub struct PoolConfigBuilder {
     plan_options: PlanOptions,
     shutdown_timeout: Option<Duration>,
     watchdog_threshold: Option<Duration>,
+    eviction: Eviction,
+    manifest_out: Option<PathBuf>,
+    warmup: Option<PathBuf>,
 }
 
 impl PoolConfig {
@@ -177,6 +195,14 @@ impl PoolConfig {
         if let Some(ms) = read("HIPFFT_POOL_WATCHDOG_MS", MAX_TIMEOUT_MS, &mut warnings) {
             cfg.watchdog_threshold = Duration::from_millis(ms);
         }
+        if let Some(raw) = get("HIPFFT_POOL_EVICTION") {
+            match Eviction::parse(&raw) {
+                Some(e) => cfg.eviction = e,
+                None => warnings.push(format!("HIPFFT_POOL_EVICTION={raw:?} ignored (expected lru or cost); keeping cost")),
+            }
+        }
+        cfg.manifest_out = get("HIPFFT_POOL_MANIFEST_OUT").filter(|p| !p.is_empty()).map(PathBuf::from);
+        cfg.warmup = get("HIPFFT_POOL_WARMUP").filter(|p| !p.is_empty()).map(PathBuf::from);
         if let Some(raw) = get("HIPFFT_POOL_RUNTIME") {
             match RuntimeChoice::parse(&raw) {
                 Some(r) => cfg.runtime = r,
@@ -271,6 +297,53 @@ impl PoolConfigBuilder {
         self
     }
 
+    /// Which idle plan a miss evicts: least recently used, or the one cheapest to make again
+    /// weighed by its reuse ([`Eviction::Cost`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hipfft_pool::{Eviction, PoolConfig};
+    /// let config = PoolConfig::builder().capacity(8).private_ceiling(8).eviction(Eviction::Cost).build()?;
+    /// assert_eq!(config.eviction, Eviction::Cost);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn eviction(mut self, eviction: Eviction) -> Self {
+        self.eviction = eviction;
+        self
+    }
+
+    /// Writes the pool's working set (a manifest) to `path` when the pool is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hipfft_pool::PoolConfig;
+    /// let config = PoolConfig::builder().manifest_out("/tmp/plans.json").build()?;
+    /// assert!(config.manifest_out.is_some());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn manifest_out(mut self, path: impl Into<PathBuf>) -> Self {
+        self.manifest_out = Some(path.into());
+        self
+    }
+
+    /// Makes the plans of the manifest at `path` in the background when the pool is made
+    /// with [`crate::PlanPool::new_shared`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hipfft_pool::PoolConfig;
+    /// let config = PoolConfig::builder().warmup("/tmp/plans.json").build()?;
+    /// assert!(config.warmup.is_some());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn warmup(mut self, path: impl Into<PathBuf>) -> Self {
+        self.warmup = Some(path.into());
+        self
+    }
+
     /// The configuration, or `InvalidConfig` naming the field (a zero, or a capacity above a
     /// shared ceiling: every cached plan is a live handle).
     pub fn build(self) -> Result<PoolConfig> {
@@ -299,6 +372,9 @@ impl PoolConfigBuilder {
             plan_options: self.plan_options,
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             watchdog_threshold: self.watchdog_threshold.unwrap_or(DEFAULT_WATCHDOG_THRESHOLD),
+            eviction: self.eviction,
+            manifest_out: self.manifest_out,
+            warmup: self.warmup,
         })
     }
 }

@@ -271,11 +271,27 @@ pub(crate) struct PlanEntry {
     /// The stamp this plan had when the LRU list last placed it.
     pub listed: AtomicU64,
     pub hits: AtomicU64,
+    /// What making it took, microseconds (GreedyDual's cost).
+    pub creation_us: f64,
+    /// Uses of its key before it was made, remembered by a ghost (`eviction`).
+    pub prior_uses: u64,
+    /// GreedyDual's inflation when it was last used, as `f64` bits.
+    pub base: AtomicU64,
     /// Set-stream, set-work-area and exec of one plan must not interleave between threads.
     pub exec_lock: parking::Mutex<()>,
 }
 
 impl PlanEntry {
+    /// Its key's uses: hits, this creation, and those a ghost remembered.
+    pub(crate) fn uses(&self) -> u64 {
+        self.prior_uses + self.hits.load(Ordering::Relaxed) + 1
+    }
+
+    /// Its GreedyDual-Size-Frequency priority (`eviction`).
+    pub(crate) fn priority(&self) -> f64 {
+        crate::pool::eviction::CostState::priority(f64::from_bits(self.base.load(Ordering::Relaxed)), self.uses(), self.creation_us)
+    }
+
     /// Gives one lease back. Never calls the runtime (safe in a stream callback): one
     /// atomic decrement, a wake-up only if a miss waits at the ceiling, and for the last
     /// lease of a retired plan a send to the destroyer thread.

@@ -24,6 +24,10 @@
 //!   its deadline, and the registry of running calls that marks a device stuck.
 //! - `ceiling`: [`LiveCeiling`], the hard process-wide bound, and its wait.
 //! - `clock`: the recency clock that keeps hits off shared cache lines.
+//! - `eviction`: which idle plan a miss evicts ([`Eviction`]: LRU, or GreedyDual-Size-
+//!   Frequency over measured creation times, with ghosts).
+//! - `manifest`: the working set a pool records and the [`Manifest`] it is saved as and
+//!   warmed up from (the warm-up itself is `PlanPool::warm_up`).
 //! - `thrash`: the detector that warns when evicted keys come straight back.
 //! - `report`: metrics exports and the summary table of a pool.
 //! - `config`: [`PoolConfig`], its builder and `from_env()`.
@@ -42,6 +46,8 @@
 //! [`Lease`]: lease::Lease
 //! [`LiveCeiling`]: ceiling::LiveCeiling
 //! [`PoolConfig`]: config::PoolConfig
+//! [`Eviction`]: eviction::Eviction
+//! [`Manifest`]: manifest::Manifest
 
 #![deny(missing_docs)]
 
@@ -52,9 +58,11 @@ pub mod config;
 pub(crate) mod creator;
 pub(crate) mod device;
 pub(crate) mod entry;
+pub mod eviction;
 pub(crate) mod flight;
 pub mod lease;
 pub(crate) mod lease_state;
+pub mod manifest;
 pub mod plan_pool;
 pub mod report;
 pub(crate) mod thrash;

@@ -25,6 +25,8 @@ use crate::pool::entry::{Core, PendingRelease, PlanEntry};
 use crate::error::{CeilingState, Error, Result, panic_message};
 use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
+use crate::pool::eviction::{CostState, Eviction};
+use crate::pool::manifest::{Manifest, ManifestPlan, WorkingSet};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
 use crate::runtime::boundary::{CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, PlanOptions, Runtime, with_device};
@@ -92,6 +94,34 @@ pub struct PlanPool {
     watchdog: Option<(std::thread::JoinHandle<()>, crossbeam_channel::Sender<()>)>,
     /// What the pool could not do as configured (see [`PlanPool::warnings`]).
     warnings: Vec<String>,
+    /// Where the working set goes when the pool is dropped.
+    manifest_out: Option<std::path::PathBuf>,
+    /// The report of the warm-up `new_shared` started, until someone waits for it.
+    warming: Mutex<Option<Receiver<WarmUpReport>>>,
+}
+
+/// What a warm-up did ([`PlanPool::warm_up`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WarmUpReport {
+    /// Plans made.
+    pub made: usize,
+    /// Plans that were cached or being made already.
+    pub already: usize,
+    /// Plans not made, each with why (another device, an invalid entry, a failed creation);
+    /// a manifest of another runtime or library version is one entry naming both.
+    pub skipped: Vec<String>,
+    /// Why the warm-up stopped before the end of the manifest (the capacity or the ceiling
+    /// reached, the pool shut down, real misses kept it busy), if it did.
+    pub stopped: Option<String>,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+enum Warm {
+    Made,
+    Already,
+    Failed(Error),
+    Stop(String),
 }
 
 /// A pool's cached plans: the lookup map, the recency list and its bounds. Apart from the
@@ -124,6 +154,11 @@ impl Cache {
     fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
         let e = inner.lru.pop(key)?;
         self.map.remove(key);
+        let hits = e.hits.load(Ordering::Relaxed);
+        inner.working_set.evicted(key, hits);
+        if inner.eviction == Eviction::Cost {
+            inner.cost.evicted(*key, e.priority(), e.uses());
+        }
         inner.work_area_bytes -= e.work_size;
         let cap = inner.capacity;
         inner.thrash.evicted(*key, cap);
@@ -145,19 +180,38 @@ impl Cache {
             inner.lru.promote(&k);
             if let Some(e) = inner.lru.peek(&k) {
                 e.listed.store(s, Ordering::Relaxed);
+                // Used since it was last listed: GreedyDual's `L` at that use is today's.
+                e.base.store(inner.cost.inflation().to_bits(), Ordering::Relaxed);
             }
         }
     }
-    /// Evicts the least recently used idle plan counting against `ceiling`, if any, for a
-    /// miss at that ceiling.
+    /// The plan the eviction policy gives up first among those `eligible`: the least
+    /// recently used, or the lowest GreedyDual priority. The recency must be in sync.
+    fn victim(inner: &Inner, eligible: impl Fn(&PlanEntry) -> bool) -> Option<PlanDesc> {
+        match inner.eviction {
+            Eviction::Lru => inner.lru.iter().rev().find(|(_, e)| eligible(e)).map(|(k, _)| *k),
+            // Ties go to the least recently used (the scan runs oldest first).
+            Eviction::Cost => inner
+                .lru
+                .iter()
+                .rev()
+                .filter(|(_, e)| eligible(e))
+                .fold(None::<(f64, PlanDesc)>, |best, (k, e)| {
+                    let p = e.priority();
+                    match best {
+                        Some((bp, _)) if bp <= p => best,
+                        _ => Some((p, *k)),
+                    }
+                })
+                .map(|(_, k)| k),
+        }
+    }
+
+    /// Evicts the idle plan counting against `ceiling` that the policy gives up first, if
+    /// any, for a miss at that ceiling.
     fn evict_one_idle(&self, inner: &mut Inner, ceiling: &Arc<LiveCeiling>) -> Option<Arc<PlanEntry>> {
         Self::sync_recency(inner);
-        let key = inner
-            .lru
-            .iter()
-            .rev()
-            .find(|(_, e)| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))
-            .map(|(k, _)| *k)?;
+        let key = Self::victim(inner, |e| e.state.leases() == 0 && Arc::ptr_eq(&e.dev.ceiling, ceiling))?;
         // A hit may lease it between the check and the eviction; it is then retired and
         // the caller looks again.
         self.evict_key(inner, &key)
@@ -194,6 +248,11 @@ struct Inner {
     creating: HashMap<PlanDesc, Arc<Flight>>,
     shut_down: bool,
     thrash: ThrashDetector,
+    eviction: Eviction,
+    /// GreedyDual's inflation and ghosts (kept current under `Eviction::Cost` only).
+    cost: CostState,
+    /// Every descriptor made, for the manifest.
+    working_set: WorkingSet,
 }
 
 /// One creation that concurrent misses on the same key wait for.
@@ -381,6 +440,9 @@ impl PlanPool {
                 creating: HashMap::new(),
                 shut_down: false,
                 thrash: ThrashDetector::new(),
+                eviction: config.eviction,
+                cost: CostState::new(config.capacity),
+                working_set: WorkingSet::default(),
             }),
         });
         Ok(PlanPool {
@@ -396,7 +458,56 @@ impl PlanPool {
             _threads: vec![destroyer, completion],
             watchdog: watchdog_thread,
             warnings,
+            manifest_out: config.manifest_out,
+            warming: Mutex::new(None),
         })
+    }
+
+    /// A pool shared by reference count, which starts the warm-up the configuration names
+    /// ([`PoolConfig::warmup`], `HIPFFT_POOL_WARMUP`) in the background. A manifest that
+    /// cannot be read is a warning ([`PlanPool::warnings`]), not an error: the pool works
+    /// without it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    ///
+    /// let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let path = std::env::temp_dir().join(format!("hfp-doc-new-shared-{}.json", std::process::id()));
+    /// {
+    ///     let first = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime.clone())?;
+    ///     first.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    ///     first.save_manifest(&path)?;
+    /// }
+    /// let config = PoolConfig::builder().capacity(4).private_ceiling(4).warmup(&path).build()?;
+    /// let pool = PlanPool::new_shared(config, runtime)?;
+    /// assert_eq!(pool.wait_warm_up(Duration::from_secs(10)).map(|r| r.made), Some(1));
+    /// assert_eq!(pool.metrics().cached, 1);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn new_shared(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<Arc<PlanPool>> {
+        let warmup = config.warmup.clone();
+        let mut pool = PlanPool::new(config, runtime)?;
+        let manifest = match warmup.as_deref().map(Manifest::load) {
+            None => None,
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) => {
+                let w = format!("no warm-up: {e}");
+                warn_unsubscribed(&w);
+                pool.warnings.push(w);
+                None
+            }
+        };
+        let pool = Arc::new(pool);
+        if let Some(m) = manifest {
+            let rx = pool.warm_up_in_background(m)?;
+            *lock(&pool.warming) = Some(rx);
+        }
+        Ok(pool)
     }
 
     /// The runtime the pool makes, executes and destroys its plans on.
@@ -719,12 +830,13 @@ impl PlanPool {
         // the miss: no key stays `creating`, no flight unfinished, no slot taken.
         let mut unsettled =
             CreationGuard { pool: self, desc: *desc, flight: &flight, dev, armed: true, release_slot: true, error: None };
-        let handoff = Handoff::<Result<CreatedPlan>>::new();
+        let handoff = Handoff::<(Result<CreatedPlan>, Duration)>::new();
         let job = {
             let (core, dev, desc, handoff) = (self.core.clone(), dev.clone(), *desc, handoff.clone());
             move || {
+                let started = Instant::now();
                 let made = run_create(&core, &dev, &desc, options);
-                if let Some(late) = handoff.deliver(made) {
+                if let Some((late, _)) = handoff.deliver((made, started.elapsed())) {
                     // The miss stopped waiting: this worker settles the creation.
                     core.settle_abandoned(&dev, &desc, late);
                 }
@@ -734,7 +846,7 @@ impl PlanPool {
             drop(unsettled.finish_with(e.clone()));
             return Err(e);
         }
-        let made = match handoff.wait(deadline) {
+        let (made, took) = match handoff.wait(deadline) {
             Some(made) => made,
             None => {
                 // The worker settles the slot and the count when (if ever) the call returns.
@@ -756,6 +868,12 @@ impl PlanPool {
         unsettled.armed = false;
         Counters::bump(&c.creations);
         let now = self.recency.now();
+        let (prior_uses, base) = {
+            let mut inner = lock(&self.cache.inner);
+            inner.working_set.created(desc, took, created.work_size);
+            let prior = inner.cost.admitted(desc);
+            (prior, inner.cost.inflation())
+        };
         let entry = Arc::new(PlanEntry {
             core: self.core.clone(),
             dev: dev.clone(),
@@ -768,6 +886,9 @@ impl PlanPool {
             last_used: AtomicU64::new(now),
             listed: AtomicU64::new(now),
             hits: AtomicU64::new(0),
+            creation_us: took.as_secs_f64() * 1e6,
+            prior_uses,
+            base: AtomicU64::new(base.to_bits()),
             exec_lock: parking::Mutex::new(()),
         });
         let mut victims = Vec::new();
@@ -780,7 +901,7 @@ impl PlanPool {
                 inner.lru.put(*desc, entry.clone());
                 self.cache.map.insert(*desc, entry.clone());
                 inner.work_area_bytes += entry.work_size;
-                self.enforce_bounds(&mut inner, &mut victims);
+                self.enforce_bounds(&mut inner, &mut victims, Some(desc));
             }
             inner.shut_down
         };
@@ -816,7 +937,7 @@ impl PlanPool {
 
     /// Evicts least recently used plans until the cache fits its capacity and work-area
     /// budget. Idle victims are returned for destruction; leased ones are retired.
-    fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>) {
+    fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>, admitted: Option<&PlanDesc>) {
         Cache::sync_recency(inner);
         loop {
             let over_capacity = inner.lru.len() > inner.capacity;
@@ -824,7 +945,9 @@ impl PlanPool {
             if !(over_capacity || over_budget) {
                 break;
             }
-            let Some(key) = inner.lru.peek_lru().map(|(k, _)| *k) else { break };
+            // Never the plan being admitted (it is what the room is made for), unless alone.
+            let key = Cache::victim(inner, |e| admitted != Some(&e.desc)).or_else(|| inner.lru.peek_lru().map(|(k, _)| *k));
+            let Some(key) = key else { break };
             victims.extend(self.cache.evict_key(inner, &key));
         }
     }
@@ -863,7 +986,8 @@ impl PlanPool {
         {
             let mut inner = lock(&self.cache.inner);
             inner.capacity = capacity;
-            self.enforce_bounds(&mut inner, &mut victims);
+            inner.cost.resize(capacity);
+            self.enforce_bounds(&mut inner, &mut victims, None);
         }
         for v in &victims {
             self.core.destroy(v);
@@ -1080,6 +1204,249 @@ impl PlanPool {
             .collect()
     }
 
+    /// The working set so far, as a manifest: every descriptor the pool made a plan for,
+    /// with its hits, creations, mean creation time and work size, most valuable first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let desc = PlanDesc::new(TransformType::R2C, &[400], 4);
+    /// for _ in 0..3 {
+    ///     pool.acquire(&desc)?; // one miss, then two hits
+    /// }
+    /// let m = pool.manifest();
+    /// assert_eq!((m.plans.len(), m.plans[0].creations, m.plans[0].hits), (1, 1, 2));
+    /// assert_eq!(m.plans[0].desc()?, desc);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn manifest(&self) -> Manifest {
+        let mut m = Manifest::empty_for(&*self.core.runtime);
+        let inner = lock(&self.cache.inner);
+        let live: HashMap<PlanDesc, u64> = inner.lru.iter().map(|(k, e)| (*k, e.hits.load(Ordering::Relaxed))).collect();
+        m.plans = inner.working_set.plans(&live);
+        m
+    }
+
+    /// Writes [`PlanPool::manifest`] to `path` (JSON; see `docs/warmup.md`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// pool.acquire(&PlanDesc::new(TransformType::C2C, &[8], 2))?;
+    /// let path = std::env::temp_dir().join(format!("hfp-doc-save-{}.json", std::process::id()));
+    /// pool.save_manifest(&path)?;
+    /// assert_eq!(hipfft_pool::manifest::Manifest::load(&path)?.plans.len(), 1);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn save_manifest(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        self.manifest().save(path)
+    }
+
+    /// Makes the manifest's plans on this thread, most valuable first (creation time times
+    /// uses), idle in the cache: never above the capacity or the live ceiling (it stops
+    /// there, and never evicts), and waiting while real misses are being made or wait at
+    /// the ceiling, so that they go first. A miss on a plan being warmed joins its creation.
+    /// A manifest of another runtime or library version is skipped whole, a plan of a device
+    /// whose name differs is skipped; each with a warning naming both.
+    ///
+    /// Creations run on the pool's creation workers, never on a capturing thread; on CUDA in
+    /// relaxed capture mode, so a capture running elsewhere neither breaks nor records them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let config = || PoolConfig::builder().capacity(2).private_ceiling(4).build();
+    /// let old = PlanPool::new(config()?, runtime.clone())?;
+    /// for n in [8, 16, 32] {
+    ///     old.acquire(&PlanDesc::new(TransformType::C2C, &[n], 1))?;
+    /// }
+    /// let manifest = old.manifest();
+    /// let pool = PlanPool::new(config()?, runtime)?;
+    /// let report = pool.warm_up(&manifest);
+    /// assert_eq!(report.made, 2, "capacity 2");
+    /// assert!(report.stopped.unwrap().contains("capacity"));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn warm_up(&self, manifest: &Manifest) -> WarmUpReport {
+        let started = Instant::now();
+        let mut report = WarmUpReport::default();
+        let _span = tracing::debug_span!("warm_up", plans = manifest.plans.len()).entered();
+        if let Some(why) = manifest.mismatch(&*self.core.runtime) {
+            let w = format!("warm-up skipped: {why}");
+            warn_unsubscribed(&w);
+            report.skipped.push(w);
+            report.elapsed = started.elapsed();
+            return report;
+        }
+        let here = Manifest::empty_for(&*self.core.runtime);
+        let mut plans: Vec<&ManifestPlan> = manifest.plans.iter().collect();
+        plans.sort_by(|a, b| b.value().total_cmp(&a.value()));
+        for plan in plans {
+            let desc = match plan.desc() {
+                Ok(d) => d,
+                Err(e) => {
+                    report.skipped.push(format!("a manifest entry ({:?} n={:?}): {e}", plan.transform, plan.n));
+                    continue;
+                }
+            };
+            let (theirs, ours) = (manifest.device_name(desc.device), here.device_name(desc.device));
+            if theirs != ours {
+                let w = format!(
+                    "warm-up of {desc} skipped: recorded on device {:?}, this device {} is {:?}",
+                    theirs.unwrap_or("(none)"),
+                    desc.device,
+                    ours.unwrap_or("(none)")
+                );
+                warn_unsubscribed(&w);
+                report.skipped.push(w);
+                continue;
+            }
+            match self.warm_one(&desc) {
+                Warm::Made => report.made += 1,
+                Warm::Already => report.already += 1,
+                Warm::Failed(e) => report.skipped.push(format!("{desc}: {e}")),
+                Warm::Stop(why) => {
+                    report.stopped = Some(why);
+                    break;
+                }
+            }
+        }
+        report.elapsed = started.elapsed();
+        tracing::info!(made = report.made, already = report.already, skipped = report.skipped.len(), "warm-up done");
+        report
+    }
+
+    /// [`PlanPool::warm_up`] on a thread of its own; the report comes on the returned
+    /// channel. The thread holds the pool weakly between plans: dropping the pool ends it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = || PoolConfig::builder().capacity(4).private_ceiling(4).build();
+    /// # let old = PlanPool::new(config()?, runtime.clone())?;
+    /// # old.acquire(&PlanDesc::new(TransformType::C2C, &[8], 1))?;
+    /// let pool = Arc::new(PlanPool::new(config()?, runtime)?);
+    /// let report = pool.warm_up_in_background(old.manifest())?.recv().unwrap();
+    /// assert_eq!(report.made, 1);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn warm_up_in_background(self: &Arc<Self>, manifest: Manifest) -> Result<Receiver<WarmUpReport>> {
+        let (tx, rx) = bounded(1);
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("hipfft-pool-warmup".into())
+            .spawn(move || {
+                // One plan per upgrade, so the thread never keeps a dropped pool alive for long.
+                let mut total = WarmUpReport::default();
+                let started = Instant::now();
+                let mut plans = manifest.plans.clone();
+                plans.sort_by(|a, b| b.value().total_cmp(&a.value()));
+                for (i, plan) in plans.iter().enumerate() {
+                    let Some(pool) = weak.upgrade() else {
+                        total.stopped = Some("the pool was dropped".into());
+                        break;
+                    };
+                    let one = Manifest { plans: vec![plan.clone()], ..manifest.clone() };
+                    let r = pool.warm_up(&one);
+                    total.made += r.made;
+                    total.already += r.already;
+                    total.skipped.extend(r.skipped);
+                    if r.stopped.is_some() || (i == 0 && manifest.mismatch(&*pool.core.runtime).is_some()) {
+                        total.stopped = r.stopped;
+                        break;
+                    }
+                }
+                total.elapsed = started.elapsed();
+                let _ = tx.send(total);
+            })
+            .map_err(|e| Error::Internal(format!("cannot start the warm-up thread: {e}")))?;
+        Ok(rx)
+    }
+
+    /// Waits up to `timeout` for the warm-up [`PlanPool::new_shared`] started, and returns
+    /// its report once; `None` when there was none, it was taken already, or it is still
+    /// running at the timeout (a later call waits again).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use std::time::Duration;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new_shared(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime)?;
+    /// assert!(pool.wait_warm_up(Duration::ZERO).is_none(), "no warm-up was configured");
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn wait_warm_up(&self, timeout: Duration) -> Option<WarmUpReport> {
+        let mut slot = lock(&self.warming);
+        let report = slot.as_ref()?.recv_timeout(timeout).ok()?;
+        *slot = None;
+        Some(report)
+    }
+
+    /// One plan of a warm-up: made idle in the cache as a miss would make it, if there is
+    /// room without evicting and no real miss is waiting.
+    fn warm_one(&self, desc: &PlanDesc) -> Warm {
+        let dev = self.core.device(desc.device);
+        let c = &dev.counters;
+        // Real misses first: wait while one is being made or waits at the ceiling.
+        let until = Instant::now() + self.acquire_timeout;
+        while c.creating.load(Ordering::SeqCst) > 0 || dev.ceiling.waiters() > 0 {
+            if Instant::now() >= until {
+                return Warm::Stop(format!("real misses kept the pool busy for the acquire timeout ({:?})", self.acquire_timeout));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if let Some(stuck) = dev.calls.stuck(self.acquire_timeout) {
+            return Warm::Stop(stuck.into_error(desc.device).to_string());
+        }
+        let flight = {
+            let mut inner = lock(&self.cache.inner);
+            if inner.shut_down {
+                return Warm::Stop("the pool is shut down".into());
+            }
+            if inner.creating.contains_key(desc) || self.cache.map.contains_key(desc) {
+                return Warm::Already;
+            }
+            if inner.lru.len() + inner.creating.len() >= inner.capacity {
+                return Warm::Stop(format!("the cache is full ({} plans, capacity {})", inner.lru.len(), inner.capacity));
+            }
+            if !dev.ceiling.try_acquire() {
+                return Warm::Stop(format!("the live ceiling is reached ({} of {})", dev.ceiling.live(), dev.ceiling.limit()));
+            }
+            self.core.live_up(&dev);
+            c.creating.fetch_add(1, Ordering::SeqCst);
+            let f = Arc::new(Flight::new());
+            inner.creating.insert(*desc, f.clone());
+            f
+        };
+        let started = Instant::now();
+        match self.create(desc, flight, &dev, started + self.acquire_timeout, started) {
+            Ok(lease) => {
+                // Nothing was executed under it.
+                lease.release();
+                Warm::Made
+            }
+            Err(e) => Warm::Failed(e),
+        }
+    }
+
     /// Stops serving, destroys idle plans, and waits up to the shutdown timeout for leased
     /// ones. Plans still leased afterwards are destroyed when their last lease goes.
     /// Calling it again returns at once.
@@ -1232,8 +1599,23 @@ impl Drop for CreationGuard<'_> {
     }
 }
 
+/// A warning a C or C++ host sees too: logged, and printed when no subscriber is installed.
+fn warn_unsubscribed(w: &str) {
+    tracing::warn!("{w}");
+    if !tracing::dispatcher::has_been_set() {
+        eprintln!("hipfft-pool: warning: {w}");
+    }
+}
+
 impl Drop for PlanPool {
     fn drop(&mut self) {
+        if let Some(path) = self.manifest_out.take() {
+            // Before the shutdown empties the cache (the cached plans' hits count).
+            match self.save_manifest(&path) {
+                Ok(()) => tracing::info!(path = %path.display(), "manifest written"),
+                Err(e) => warn_unsubscribed(&format!("HIPFFT_POOL_MANIFEST_OUT: {e}")),
+            }
+        }
         self.shutdown();
         if let Some((thread, stop)) = self.watchdog.take() {
             drop(stop);

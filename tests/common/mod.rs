@@ -25,6 +25,10 @@ pub fn pool(rt: &Arc<dyn Runtime>, capacity: usize, ceiling: usize, timeout: Dur
         .private_ceiling(ceiling)
         .acquire_timeout(timeout)
         .shutdown_timeout(Duration::from_secs(10))
+        // These tests state which plan goes first in LRU order. On the sim a creation takes
+        // no time, so the default cost eviction would rank plans by clock noise; it has its
+        // own tests (tests/warmup.rs) on the H200's creation costs.
+        .eviction(hipfft_pool::Eviction::Lru)
         .build()
         .expect("valid config");
     PlanPool::new(cfg, rt.clone()).expect("pool")

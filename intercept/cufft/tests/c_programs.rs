@@ -241,3 +241,43 @@ fn captured_executions_hold_their_plans_until_the_graph_ran() {
         }
     }
 }
+
+/// Issue 16 through the interposer: `HIPFFT_POOL_MANIFEST_OUT` writes the working set at
+/// exit; a second run with `HIPFFT_POOL_WARMUP` makes those plans in the background from
+/// the first cuFFT call on, so fewer of the program's calls miss, and nothing is made twice.
+#[test]
+fn a_manifest_recorded_at_exit_warms_up_the_next_run() {
+    let dir = work_dir("cufft_manifest");
+    let (manifest, cold, warm) = (dir.join("plans.json"), dir.join("cold.json"), dir.join("warm.json"));
+    let _ = std::fs::remove_file(&manifest);
+    run(
+        program(),
+        &["numerics"],
+        &[
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_MANIFEST_OUT", manifest.to_str().unwrap()),
+            ("HIPFFT_POOL_METRICS_OUT", cold.to_str().unwrap()),
+        ],
+        true,
+    );
+    let text = std::fs::read_to_string(&manifest).expect("the manifest was written at exit");
+    let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let plans = m["plans"].as_array().unwrap().len() as u64;
+    let cold = metrics(&cold);
+    assert_eq!(m["runtime"], "sim");
+    assert!(plans > 10 && plans <= get(&cold, "creations"), "{plans} plans recorded, {cold}");
+    run(
+        program(),
+        &["numerics"],
+        &[
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_WARMUP", manifest.to_str().unwrap()),
+            ("HIPFFT_POOL_METRICS_OUT", warm.to_str().unwrap()),
+        ],
+        true,
+    );
+    let warm = metrics(&warm);
+    assert!(get(&warm, "misses") < get(&cold, "misses"), "warmed {warm} against cold {cold}");
+    assert!(get(&warm, "creations") <= get(&cold, "creations"), "a plan was made twice: {warm} against {cold}");
+    assert!(warm["sim_violations"].as_array().unwrap().is_empty(), "{warm}");
+}

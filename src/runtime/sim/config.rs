@@ -56,6 +56,10 @@ pub struct SimConfig {
     /// Every create blocks in a pipe read until `unblock_all`, then returns
     /// `HIPFFT_INTERNAL_ERROR` with its reserved handle freed (`HIPFFT_POOL_SIM_BLOCK_CREATE=1`).
     pub block_create: bool,
+    /// Every create also spends what cuFFT took on the H200 for that shape (see
+    /// [`h200_create_cost`]), so a trace on the sim pays per-shape creation costs
+    /// (`HIPFFT_POOL_SIM_H200_CREATE_COSTS=1`).
+    pub h200_create_costs: bool,
 }
 
 impl Default for SimConfig {
@@ -76,6 +80,7 @@ impl Default for SimConfig {
             fail_malloc_every: None,
             block_destroy: false,
             block_create: false,
+            h200_create_costs: false,
         }
     }
 }
@@ -114,7 +119,50 @@ const ENV_VARS: &[EnvVar] = &[
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_MALLOC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_malloc_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_DESTROY", min: 0, max: 1, set: |c, v| c.block_destroy = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_CREATE", min: 0, max: 1, set: |c, v| c.block_create = v == 1 },
+    EnvVar { name: "HIPFFT_POOL_SIM_H200_CREATE_COSTS", min: 0, max: 1, set: |c, v| c.h200_create_costs = v == 1 },
 ];
+
+/// cuFFT 12's plan creation on the H200, per 1-D shape: the `create` column of
+/// `docs/runs/2026-12-02-gpu-bench.txt` (median of 30 rounds, us), keyed by (real or complex,
+/// length); R2C and C2R share a row (their means). Other lengths cost as the nearest
+/// measured one of their kind; batch and rank are not modelled.
+const H200_CREATE_US: &[(bool, i64, u64)] = &[
+    (true, 2, 112),
+    (true, 8, 115),
+    (true, 400, 178),
+    (true, 512, 148),
+    (true, 1024, 186),
+    (true, 1200, 798),
+    (true, 2048, 209),
+    (false, 8, 141),
+    (false, 512, 168),
+    (false, 1024, 220),
+    (false, 2048, 225),
+];
+
+/// What creating a plan for `desc` cost on the H200 (cuFFT 12, one device): the measured
+/// figure of the nearest 1-D shape of the same kind by the product of the lengths.
+///
+/// # Examples
+///
+/// ```
+/// use hipfft_pool::{PlanDesc, TransformType};
+/// use hipfft_pool::runtime::sim::h200_create_cost;
+///
+/// let slow = h200_create_cost(&PlanDesc::new(TransformType::R2C, &[1200], 4));
+/// let fast = h200_create_cost(&PlanDesc::new(TransformType::R2C, &[512], 4));
+/// assert!(slow > 4 * fast);
+/// ```
+pub fn h200_create_cost(desc: &crate::PlanDesc) -> Duration {
+    let real = desc.transform.is_forward_real() || desc.transform.is_inverse_real();
+    let len: i64 = desc.n[..(desc.rank as usize).clamp(1, 3)].iter().product();
+    let us = H200_CREATE_US
+        .iter()
+        .filter(|(r, _, _)| *r == real)
+        .min_by_key(|(_, n, _)| (n - len).unsigned_abs())
+        .map_or(200, |(_, _, us)| *us);
+    micros(us)
+}
 
 /// The names of every variable the sim reads.
 pub fn env_var_names() -> impl Iterator<Item = &'static str> {
@@ -248,6 +296,6 @@ mod tests {
         assert!(parse_env_value("HIPFFT_POOL_SIM_NOPE", "1").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "+3").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "3 ").is_err());
-        assert_eq!(env_var_names().count(), 15);
+        assert_eq!(env_var_names().count(), 16);
     }
 }

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::RwLock;
 
 pub use crate::runtime::codes::hip_error;
-pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, parse_env_value};
+pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, h200_create_cost, parse_env_value};
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
@@ -114,7 +114,13 @@ impl SimRuntime {
     pub fn created_total(&self) -> u64 {
         self.plans.created()
     }
-    /// Handles freed, including by a failing or unblocked destroy.
+    /// Simulated creation latency spent so far, over every creation started (the fixed
+    /// `create_latency` plus the per-shape H200 cost when that is on): what a trace's
+    /// creations cost, counted by the sim itself.
+    pub fn creation_time(&self) -> std::time::Duration {
+        self.plans.creation_time()
+    }
+        /// Handles freed, including by a failing or unblocked destroy.
     pub fn destroyed_total(&self) -> u64 {
         self.plans.destroyed()
     }

@@ -86,6 +86,8 @@ pub(crate) struct Plans {
     peak: AtomicUsize,
     created: AtomicU64,
     destroyed: AtomicU64,
+    /// Nanoseconds of simulated creation latency spent (fixed plus per-shape).
+    creation_ns: AtomicU64,
 }
 
 impl Plans {
@@ -135,6 +137,9 @@ impl Plans {
     }
     pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::SeqCst)
+    }
+    pub(crate) fn creation_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.creation_ns.load(Ordering::SeqCst))
     }
     pub(crate) fn created(&self) -> u64 {
         self.created.load(Ordering::SeqCst)
@@ -200,7 +205,10 @@ impl SimRuntime {
             self.blocker.block();
             return Err(fft_err(CALL, fft::INTERNAL_ERROR));
         }
-        std::thread::sleep(config.create_latency);
+        let latency = config.create_latency
+            + if config.h200_create_costs { super::config::h200_create_cost(desc) } else { std::time::Duration::ZERO };
+        std::thread::sleep(latency);
+        self.plans.creation_ns.fetch_add(latency.as_nanos() as u64, Ordering::SeqCst);
         if self.faults.panic_create.hit(config.panic_create_every) {
             // The reservation gives the handle back as this unwinds.
             panic!("injected panic in hipfftMakePlanMany64 for {desc} (HIPFFT_POOL_SIM_PANIC_CREATE_EVERY)");
