@@ -312,9 +312,15 @@ fn a_panicking_runtime_through_the_c_abi_leaves_nothing_behind() {
 #[test]
 fn a_manifest_saved_and_warmed_up_through_the_c_abi() {
     let path = work_dir().join(format!("warmup-{}.json", std::process::id()));
-    let out = run(program(&programs().warmup_test).arg(&path));
+    let at_exit = work_dir().join(format!("warmup-exit-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&at_exit);
+    let out = run(program(&programs().warmup_test).arg(&path).arg(&at_exit));
     expect_summary(&out, "warmup_test");
+    // The default pool's manifest, written by the exit hook.
+    let m = hipfft_pool::manifest::Manifest::load(&at_exit).unwrap_or_else(|e| panic!("no manifest at exit: {e}\n{}", show(&out)));
+    assert!(m.plans.iter().any(|p| p.n == vec![128]), "{m:?}");
     std::fs::remove_file(&path).ok();
+    std::fs::remove_file(&at_exit).ok();
 }
 
 #[test]

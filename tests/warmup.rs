@@ -2,6 +2,8 @@
 //! makes (counted by the sim), its order and bounds, what it skips, and its single flight
 //! with a real miss. And the cost eviction against LRU on the H200's creation costs.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -198,6 +200,34 @@ fn a_warm_up_waits_for_a_real_miss_in_progress() {
     assert_eq!(r.made, 1);
     // Had the warm-up run beside the real miss, both would end together.
     assert!(warmed >= real_done + latency.mul_f64(0.9), "the warm-up's creation ran beside the real miss");
+}
+
+#[test]
+fn a_warm_up_makes_no_plan_while_a_stream_captures_a_graph() {
+    let (sim, rt) = sim(SimConfig::default());
+    let p = Arc::new(pool(&rt, 4, 4));
+    let stream = hipfft_pool::check::buffer::Stream::new(&rt).unwrap();
+    let lease = p.acquire(&c2c(64)).unwrap();
+    sim.begin_capture(stream.raw()).unwrap();
+    let job = common::enqueue(&rt, &lease, &stream, 5);
+    // SAFETY: the stream is live and outlives the graph's launch below.
+    unsafe { lease.release_after(stream.raw()) }.unwrap();
+    let mut m = Manifest::empty_for(&*rt);
+    m.plans = vec![ManifestPlan::new(&c2c(8), 1, 1, 100.0, 0), ManifestPlan::new(&c2c(16), 1, 1, 100.0, 0)];
+    let rx = p.warm_up_in_background(m).unwrap();
+    // The capture goes on for a while (a framework capturing tells the pool on each exec).
+    let until = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < until {
+        p.capture_seen();
+        assert_eq!(sim.created_total(), 1, "a plan was made during the capture");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let graph = sim.end_capture(stream.raw()).unwrap();
+    sim.graph_launch(&graph, stream.raw()).unwrap();
+    assert!(job.check(&stream) < 1e-4);
+    let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(r.made, 2, "{r:?}");
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
 
 #[test]

@@ -620,7 +620,12 @@ impl Engine {
     fn capturing(&self, stream: RawStream) -> hipfft_pool::Result<bool> {
         // SAFETY: the stream is the framework's, passed to a cuFFT call that takes it, which
         // the library's contract requires to be live.
-        unsafe { self.rt.stream_is_capturing(stream) }
+        let capturing = unsafe { self.rt.stream_is_capturing(stream) };
+        if let Ok(true) = capturing {
+            // The warm-up makes no plan while the framework captures.
+            self.pool.capture_seen();
+        }
+        capturing
     }
 
     fn register_stream(&self, device: i32, stream: RawStream) {

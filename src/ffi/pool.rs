@@ -133,6 +133,16 @@ pub unsafe extern "C" fn hfp_pool_free(pool: *mut hfp_pool) {
 
 static DEFAULT_POOL: OnceLock<Result<Box<hfp_pool>, String>> = OnceLock::new();
 
+/// At exit: the default pool's working set to `HIPFFT_POOL_MANIFEST_OUT`. Never unwinds.
+extern "C" fn save_default_manifest() {
+    let _ = std::panic::catch_unwind(|| {
+        let (Some(Ok(pool)), Some(path)) = (DEFAULT_POOL.get(), std::env::var_os("HIPFFT_POOL_MANIFEST_OUT")) else { return };
+        if let Err(e) = pool.pool.save_manifest(&path) {
+            eprintln!("hipfft-pool: warning: HIPFFT_POOL_MANIFEST_OUT: {e}");
+        }
+    });
+}
+
 fn is_default_pool(p: *const hfp_pool) -> bool {
     matches!(DEFAULT_POOL.get(), Some(Ok(b)) if std::ptr::eq(&**b, p))
 }
@@ -147,7 +157,18 @@ pub extern "C" fn hfp_default_pool() -> *mut hfp_pool {
     guard_value("hfp_default_pool", std::ptr::null_mut(), || {
         let made = DEFAULT_POOL.get_or_init(|| {
             let (cfg, warnings) = PoolConfig::from_env();
-            make_pool(cfg, &warnings).map(|pool| Box::new(hfp_pool::new(pool, &warnings))).map_err(|f| f.message)
+            let manifest_out = cfg.manifest_out.is_some();
+            let made = make_pool(cfg, &warnings).map(|pool| Box::new(hfp_pool::new(pool, &warnings))).map_err(|f| f.message);
+            if manifest_out && made.is_ok() {
+                // The default pool is never dropped: its HIPFFT_POOL_MANIFEST_OUT is written
+                // at exit instead.
+                unsafe extern "C" {
+                    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+                }
+                // SAFETY: registers a plain function; it only reads the pool and writes a file.
+                unsafe { atexit(save_default_manifest) };
+            }
+            made
         });
         match made {
             Ok(b) => Ok(&**b as *const hfp_pool as *mut hfp_pool),

@@ -50,9 +50,17 @@ pub(crate) struct Core {
     /// Plans whose destroy could not run (their device could not be made current): still
     /// alive, still counted, retried by the destroyer thread.
     pub undestroyed: Mutex<Vec<Arc<PlanEntry>>>,
+    /// When a stream was last seen capturing a graph (a `release_after` on it, or the host
+    /// said so): the warm-up makes no plan while captures go on.
+    pub capture_seen: parking::Mutex<Option<std::time::Instant>>,
 }
 
 impl Core {
+    /// A stream was seen capturing a graph (see `capture_seen`).
+    pub(crate) fn note_capture(&self) {
+        *self.capture_seen.lock() = Some(std::time::Instant::now());
+    }
+
     /// The device's state, made on first use.
     pub(crate) fn device(&self, id: i32) -> Arc<Device> {
         if let Some(d) = self.devices.read().get(&id) {

@@ -423,6 +423,7 @@ impl Lease {
         // queried: the release rides in a host node after the captured work instead.
         // SAFETY: the caller's promise on `stream`.
         if let Ok(true) = unsafe { rt.stream_is_capturing(stream) } {
+            core.note_capture();
             let device = self.entry.desc.device;
             let data = CapturedRelease::leak(self);
             // SAFETY: `release_on_run` may run on any thread and calls no GPU runtime; the

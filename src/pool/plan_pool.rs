@@ -100,6 +100,9 @@ pub struct PlanPool {
     warming: Mutex<Option<Receiver<WarmUpReport>>>,
 }
 
+/// How long after the last capture seen a warm-up waits before it makes a plan.
+pub const CAPTURE_QUIET: Duration = Duration::from_millis(100);
+
 /// What a warm-up did ([`PlanPool::warm_up`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WarmUpReport {
@@ -390,6 +393,7 @@ impl PlanPool {
             destroying: Default::default(),
             creators: Creators::new(),
             undestroyed: Mutex::new(Vec::new()),
+            capture_seen: parking::Mutex::new(None),
         });
         let destroyer_rx = retire_rx.clone();
         let weak_core = Arc::downgrade(&core);
@@ -1400,16 +1404,44 @@ impl PlanPool {
         Some(report)
     }
 
+    /// Tells the pool that a stream is capturing a graph now, for captures it cannot see
+    /// itself (it sees those of [`Lease::release_after`]): a warm-up makes no plan until
+    /// [`CAPTURE_QUIET`] has passed without one. The interposers call it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime)?;
+    /// pool.capture_seen();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn capture_seen(&self) {
+        self.core.note_capture();
+    }
+
     /// One plan of a warm-up: made idle in the cache as a miss would make it, if there is
-    /// room without evicting and no real miss is waiting.
+    /// room without evicting, no real miss is waiting and no capture is going on.
     fn warm_one(&self, desc: &PlanDesc) -> Warm {
         let dev = self.core.device(desc.device);
         let c = &dev.counters;
-        // Real misses first: wait while one is being made or waits at the ceiling.
+        // Real misses first: wait while one is being made or waits at the ceiling. And no
+        // creation while the host captures a graph.
         let until = Instant::now() + self.acquire_timeout;
-        while c.creating.load(Ordering::SeqCst) > 0 || dev.ceiling.waiters() > 0 {
+        loop {
+            let busy = c.creating.load(Ordering::SeqCst) > 0 || dev.ceiling.waiters() > 0;
+            let capturing = self.core.capture_seen.lock().is_some_and(|t| t.elapsed() < CAPTURE_QUIET);
+            if !busy && !capturing {
+                break;
+            }
             if Instant::now() >= until {
-                return Warm::Stop(format!("real misses kept the pool busy for the acquire timeout ({:?})", self.acquire_timeout));
+                return Warm::Stop(if capturing {
+                    format!("streams kept capturing graphs for the acquire timeout ({:?})", self.acquire_timeout)
+                } else {
+                    format!("real misses kept the pool busy for the acquire timeout ({:?})", self.acquire_timeout)
+                });
             }
             std::thread::sleep(Duration::from_micros(200));
         }

@@ -1,7 +1,8 @@
 /* warmup_test.c: the manifest and the warm-up through the C ABI (issue 16): a pool's working
  * set saved with hfp_pool_save_manifest, made again before the first call by
  * hfp_pool_warm_up and by HIPFFT_POOL_WARMUP at hfp_pool_from_env, and the errors named.
- * argv[1]: a scratch path for the manifest. Prints "warmup_test: N passed, M failed";
+ * argv[1]: a scratch path for the manifest; argv[2]: where the default pool's manifest goes at
+ * exit (HIPFFT_POOL_MANIFEST_OUT). Prints "warmup_test: N passed, M failed";
  * exits non-zero on any failure. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -100,6 +101,14 @@ int main(int argc, char **argv) {
     CHECK(metrics(c).cached == 2);
     CHECK(touch(c, 8) == HFP_OK && metrics(c).misses == 0); /* 8 had the most uses */
     hfp_pool_free(c);
+  }
+
+  /* The default pool is never freed: its manifest is written at exit (argv[2]). */
+  if (argc > 2) {
+    setenv("HIPFFT_POOL_MANIFEST_OUT", argv[2], 1);
+    hfp_pool *d = hfp_default_pool();
+    CHECK(d != NULL);
+    if (d) CHECK(touch(d, 128) == HFP_OK);
   }
 
   printf("warmup_test: %d passed, %d failed\n", passed, failed);
