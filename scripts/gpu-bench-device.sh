@@ -41,6 +41,33 @@ echo "== 1/3 gpu_bench" >&2
 }
 cat "$out/gpu_bench.txt" "$out/gpu_bench.err"
 
+echo "== 1b first calls (cold, warmed, warmed after a restart)" >&2
+if [ -x "$bin/first_call" ]; then
+  for phase in cold restart; do
+    "${cuda_env[@]}" "$bin/first_call" --phase "$phase" --manifest "$out/first_call_manifest.json" \
+      > "$out/first_call_$phase.jsonl" 2> "$out/first_call_$phase.err" || { echo "gpu-bench-device: first_call $phase failed" >&2; status=1; }
+  done
+  python3 - "$out" <<'PY' | tee "$out/first_call.txt"
+import json, sys, os
+out = sys.argv[1]
+tot, warm = {}, {}
+for phase in ("cold", "restart"):
+    path = os.path.join(out, f"first_call_{phase}.jsonl")
+    if not os.path.exists(path):
+        continue
+    for line in open(path):
+        d = json.loads(line)
+        if "shape" in d:
+            tot[d["phase"]] = tot.get(d["phase"], 0) + d["us"]
+        else:
+            warm[d["phase"]] = d["warm_up_ms"]
+print("First calls of the 26 shapes (acquire + exec + synchronize), total ms; warm-up beforehand, ms")
+for p in ("cold", "warmed", "restart"):
+    if p in tot:
+        print(f"  {p:<8} {tot[p] / 1000:9.2f}   warm-up {warm.get(p, 0):7.1f}")
+PY
+fi
+
 echo "== 2/3 torch / CuPy" >&2
 # The frameworks' own CUDA libraries, not /usr/local/cuda's.
 python3 "$root/scripts/torch_cupy_bench.py" --json "$out/torch_cupy.json" ${HFP_PY_BENCH_ARGS:-} > "$out/torch_cupy.txt" 2>&1 || {

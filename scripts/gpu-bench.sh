@@ -13,7 +13,7 @@ root=$PWD
 dest=.device/bench
 
 echo "gpu-bench: building (release, --features cuda)" >&2
-cargo build --release --features cuda --example gpu_bench
+cargo build --release --features cuda --example gpu_bench --example first_call
 cargo build --release -p hip-shim --features cuda
 # The CPU benches too, to run on the device machine's cores (16 there, 2 here).
 bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json)
@@ -42,6 +42,7 @@ mkdir -p "$dest/lib"
 # Stripped: the device run carries at most 64 MiB.
 strip_copy() { cp "$1" "$2"; strip --strip-debug "$2" 2>/dev/null || true; }
 strip_copy target/release/examples/gpu_bench "$dest/gpu_bench"
+strip_copy target/release/examples/first_call "$dest/first_call"
 strip_copy target/release/libhip_shim.so "$dest/lib/libhip_shim.so"
 ln -s libhip_shim.so "$dest/lib/libhipfft.so"
 ln -s libhip_shim.so "$dest/lib/libamdhip64.so"
