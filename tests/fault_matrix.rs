@@ -15,6 +15,10 @@
 //!   to its baseline; the pool's counts equal the runtime's.
 //!
 //! The cells run one at a time (the log capture is process-wide), one test per fault.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -194,7 +198,7 @@ impl Bench {
     fn new() -> Bench {
         let (sim, rt) = sim(base_config());
         let baseline_bytes = sim.allocated_bytes();
-        let cfg = PoolConfig::builder()
+        let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
             .capacity(CAPACITY)
             .private_ceiling(CEILING)
             .acquire_timeout(Duration::from_millis(300))
@@ -596,7 +600,7 @@ fn malloc_fails() {
 fn shutdown_while_a_creation_hangs() {
     let _one = serial();
     let (sim, rt) = sim(SimConfig { block_create: true, ..base_config() });
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(CAPACITY)
         .private_ceiling(CEILING)
         .acquire_timeout(Duration::from_secs(5))
@@ -626,7 +630,7 @@ fn shutdown_while_a_creation_hangs() {
 fn a_joiner_of_a_hung_creation_times_out_with_a_clear_error() {
     let _one = serial();
     let (sim, rt) = sim(SimConfig { block_create: true, ..base_config() });
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(CAPACITY)
         .private_ceiling(CEILING)
         .acquire_timeout(Duration::from_millis(150))

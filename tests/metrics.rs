@@ -1,6 +1,10 @@
 //! The exports, validated: Prometheus text through `promtool check metrics` (Debian's
 //! `prometheus` package) and a parser of our own; JSON through serde; the summary; the
 //! loopback endpoint; and the watchdog and thrash warning firing on the sim's faults.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -116,7 +120,7 @@ fn the_loopback_endpoint_serves_the_text() {
 #[test]
 fn the_watchdog_reports_a_destroy_that_does_not_return() {
     let (sim, rt) = sim(SimConfig { block_destroy: true, ..SimConfig::default() });
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(1)
         .private_ceiling(2)
         .watchdog_threshold(Duration::from_millis(100))
@@ -148,7 +152,7 @@ fn the_watchdog_reports_a_destroy_that_does_not_return() {
 #[test]
 fn the_watchdog_reports_a_creation_that_does_not_return() {
     let (sim, rt) = sim(SimConfig { block_create: true, ..SimConfig::default() });
-    let cfg = PoolConfig::builder().capacity(1).private_ceiling(1).watchdog_threshold(Duration::from_millis(50)).build().unwrap();
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru).capacity(1).private_ceiling(1).watchdog_threshold(Duration::from_millis(50)).build().unwrap();
     let pool = Arc::new(PlanPool::new(cfg, rt).unwrap());
     let p = pool.clone();
     let t = std::thread::spawn(move || p.acquire(&c2c(8, 1)).is_err());

@@ -2,6 +2,10 @@
 //! is made with the plan's own device current): per-device keys and metrics, one
 //! process-wide ceiling by default, an optional per-device split, and destroys of plans of
 //! one device from a thread where another is current.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -74,7 +78,7 @@ fn a_per_device_ceiling_bounds_each_device() {
     let sim = Arc::new(SimRuntime::new(SimConfig { devices: 2, ..SimConfig::default() }));
     let rt: Arc<dyn Runtime> = sim.clone();
     // Unique per-device limits: the per-device ceilings are process-wide per device.
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(16)
         .per_device_ceiling(3)
         .acquire_timeout(Duration::from_millis(50))

@@ -1,6 +1,10 @@
 //! The pool's promises, checked against the simulated runtime's own ground truth: its live
 //! handle count, its record of misuse (destroy under a pending execution, interleaved exec,
 //! wrong device), and an independent reference FFT.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -226,7 +230,7 @@ fn trim_and_set_capacity_destroy_idle_plans_only() {
 #[test]
 fn the_work_area_budget_bounds_cached_bytes() {
     let (_sim, rt) = sim(SimConfig::default());
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(8)
         .private_ceiling(8)
         .work_area_budget(3 * 64 * 8)
@@ -243,7 +247,7 @@ fn the_work_area_budget_bounds_cached_bytes() {
 #[test]
 fn shutdown_waits_for_leases_and_reports_what_it_could_not_destroy() {
     let (sim, rt) = sim(SimConfig::default());
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(2)
         .private_ceiling(2)
         .shutdown_timeout(Duration::from_millis(50))
@@ -291,7 +295,7 @@ fn two_pools_sharing_one_ceiling_never_exceed_it() {
     let ceiling = LiveCeiling::new(3);
     let mk = || {
         PlanPool::new(
-            PoolConfig::builder().capacity(2).shared_ceiling(ceiling.clone()).acquire_timeout(Duration::from_millis(50)).build().unwrap(),
+            PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru).capacity(2).shared_ceiling(ceiling.clone()).acquire_timeout(Duration::from_millis(50)).build().unwrap(),
             rt.clone(),
         )
         .unwrap()

@@ -3,6 +3,10 @@
 //! device stuck); a panic in the runtime leaves no slot, key or flight behind; a destroy
 //! that could not run keeps its handle counted until it is retried. Every count is checked
 //! against the simulated runtime's own, never the pool's bookkeeping alone.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -336,7 +340,7 @@ fn a_pool_whose_plans_sit_idle_does_not_starve_the_others_at_a_shared_ceiling() 
     let (sim, rt) = sim(SimConfig::default());
     let ceiling = hipfft_pool::LiveCeiling::new(2);
     let make = || {
-        let cfg = hipfft_pool::PoolConfig::builder()
+        let cfg = hipfft_pool::PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
             .capacity(2)
             .shared_ceiling(ceiling.clone())
             .acquire_timeout(Duration::from_millis(300))
@@ -361,7 +365,7 @@ fn leased_plans_of_another_pool_are_never_reclaimed() {
     let (sim, rt) = sim(SimConfig::default());
     let ceiling = hipfft_pool::LiveCeiling::new(1);
     let make = || {
-        let cfg = hipfft_pool::PoolConfig::builder()
+        let cfg = hipfft_pool::PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
             .capacity(1)
             .shared_ceiling(ceiling.clone())
             .acquire_timeout(Duration::from_millis(100))

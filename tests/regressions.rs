@@ -1,5 +1,9 @@
 //! Regression tests for defects the reliability suite found (docs/reliability.md lists
 //! them). Each reproduces its interleaving deterministically on the real pool.
+//!
+//! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
+//! takes, and on the sim creations take no time, so the default cost eviction would rank
+//! plans by clock noise (tests/warmup.rs covers it).
 
 mod common;
 
@@ -90,7 +94,7 @@ fn shutdown_waits_for_a_retired_plan_the_destroyer_is_destroying() {
 fn shutdown_waits_for_a_creation_that_finishes_during_it() {
     for round in 0..40 {
         let (sim, rt) = sim(SimConfig { create_latency: Duration::from_micros(300 + 37 * round), ..SimConfig::default() });
-        let cfg = PoolConfig::builder()
+        let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
             .capacity(2)
             .private_ceiling(2)
             .acquire_timeout(Duration::from_secs(5))
@@ -118,7 +122,7 @@ fn shutdown_waits_for_a_creation_that_finishes_during_it() {
 #[test]
 fn release_after_after_shutdown_leaks_no_event() {
     let (sim, rt) = sim(SimConfig::default());
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(2)
         .private_ceiling(2)
         .shutdown_timeout(Duration::from_millis(20))
@@ -148,7 +152,7 @@ fn release_after_after_shutdown_leaks_no_event() {
 #[test]
 fn a_release_after_pending_past_shutdown_leaks_no_event() {
     let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(300), ..SimConfig::default() });
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(2)
         .private_ceiling(2)
         .shutdown_timeout(Duration::from_millis(30))
@@ -180,7 +184,7 @@ fn a_release_after_pending_past_shutdown_leaks_no_event() {
 #[test]
 fn a_huge_capacity_does_not_overflow_the_thrash_detector() {
     let (sim, rt) = sim(SimConfig::default());
-    let cfg = PoolConfig::builder().capacity(usize::MAX / 2).private_ceiling(usize::MAX).build().unwrap();
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru).capacity(usize::MAX / 2).private_ceiling(usize::MAX).build().unwrap();
     let pool = PlanPool::new(cfg, rt).unwrap();
     for n in [8, 16, 8, 32] {
         drop(pool.acquire(&c2c(n, 1)).unwrap());
@@ -200,7 +204,7 @@ fn a_huge_capacity_does_not_overflow_the_thrash_detector() {
 #[test]
 fn shutdown_waits_for_an_idle_plan_another_thread_is_destroying() {
     let (sim, rt) = sim(SimConfig::default());
-    let cfg = PoolConfig::builder()
+    let cfg = PoolConfig::builder().eviction(hipfft_pool::Eviction::Lru)
         .capacity(1)
         .private_ceiling(1)
         .acquire_timeout(Duration::from_secs(5))

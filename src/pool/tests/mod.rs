@@ -110,6 +110,9 @@ fn pool(rt: &Arc<ModelRuntime>, capacity: usize) -> PlanPool {
         .acquire_timeout(HOUR)
         .shutdown_timeout(HOUR)
         .watchdog_threshold(HOUR)
+        // Cost eviction ranks by measured (wall-clock) creation times: a branch loom must
+        // not see decided by the clock.
+        .eviction(crate::pool::eviction::Eviction::Lru)
         .build()
         .expect("a valid configuration");
     PlanPool::new(config, rt.clone()).expect("a pool")
