@@ -950,7 +950,17 @@ impl PlanPool {
                 break;
             }
             // Never the plan being admitted (it is what the room is made for), unless alone.
-            let key = Cache::victim(inner, |e| admitted != Some(&e.desc)).or_else(|| inner.lru.peek_lru().map(|(k, _)| *k));
+            // Cost eviction takes an idle plan when there is one (LRU's victim, the least
+            // recently used, is idle but for leases held that long): a leased victim is only
+            // retired, and stays live until its release.
+            let not_admitted = |e: &PlanEntry| admitted != Some(&e.desc);
+            let idle_first = match inner.eviction {
+                Eviction::Cost => Cache::victim(inner, |e| not_admitted(e) && e.state.leases() == 0),
+                Eviction::Lru => None,
+            };
+            let key = idle_first
+                .or_else(|| Cache::victim(inner, not_admitted))
+                .or_else(|| inner.lru.peek_lru().map(|(k, _)| *k));
             let Some(key) = key else { break };
             victims.extend(self.cache.evict_key(inner, &key));
         }
