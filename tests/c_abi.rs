@@ -99,17 +99,25 @@ fn programs() -> &'static Programs {
     P.get_or_init(|| {
         let w = work_dir();
         let include = root().join("include");
-        let abi_test = w.join("abi_test");
-        let mut c = cc();
-        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-            .arg("-I")
-            .arg(&include)
-            .arg(c_dir().join("abi_test.c"))
-            .arg("-o")
-            .arg(&abi_test);
-        link_dynamic(&mut c);
-        c.arg("-lm");
-        run(&mut c);
+        // A C11 program of tests/c/, warnings as errors, linked to the shared library.
+        let strict_c = |name: &str, extra: &[&str]| {
+            let exe = w.join(name);
+            let mut c = cc();
+            c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+                .arg("-I")
+                .arg(&include)
+                .arg(c_dir().join(format!("{name}.c")))
+                .arg("-o")
+                .arg(&exe);
+            link_dynamic(&mut c);
+            c.args(extra);
+            run(&mut c);
+            exe
+        };
+        let abi_test = strict_c("abi_test", &["-lm"]);
+        let multi_pool_test = strict_c("multi_pool_test", &[]);
+        let panic_test = strict_c("panic_test", &[]);
+        let warmup_test = strict_c("warmup_test", &[]);
 
         // The staticlib, with the system libraries Rust's std needs.
         let abi_test_static = w.join("abi_test_static");
@@ -122,39 +130,6 @@ fn programs() -> &'static Programs {
             .arg(&abi_test_static)
             .arg(library_dir().join("libhipfft_pool.a"))
             .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-lgcc_s", "-lc"]);
-        run(&mut c);
-
-        let multi_pool_test = w.join("multi_pool_test");
-        let mut c = cc();
-        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-            .arg("-I")
-            .arg(&include)
-            .arg(c_dir().join("multi_pool_test.c"))
-            .arg("-o")
-            .arg(&multi_pool_test);
-        link_dynamic(&mut c);
-        run(&mut c);
-
-        let panic_test = w.join("panic_test");
-        let mut c = cc();
-        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-            .arg("-I")
-            .arg(&include)
-            .arg(c_dir().join("panic_test.c"))
-            .arg("-o")
-            .arg(&panic_test);
-        link_dynamic(&mut c);
-        run(&mut c);
-
-        let warmup_test = w.join("warmup_test");
-        let mut c = cc();
-        c.args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-            .arg("-I")
-            .arg(&include)
-            .arg(c_dir().join("warmup_test.c"))
-            .arg("-o")
-            .arg(&warmup_test);
-        link_dynamic(&mut c);
         run(&mut c);
 
         let mlx_pattern = w.join("mlx_pattern");

@@ -7,19 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hipfft_pool.h"
+#include "check.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (cond) {                                                                   \
-      passed++;                                                                   \
-    } else {                                                                      \
-      failed++;                                                                   \
-      printf("FAIL %s:%d: %s [%s]\n", __FILE__, __LINE__, #cond, hfp_last_error_message()); \
-    }                                                                             \
-  } while (0)
 
 static hfp_pool *shared_pool(void) {
   hfp_config cfg;
@@ -35,32 +24,7 @@ static hfp_pool *shared_pool(void) {
   return pool;
 }
 
-static hfp_plan_desc c2c(int64_t n) {
-  hfp_plan_desc d;
-  memset(&d, 0, sizeof d);
-  d.transform = HFP_C2C;
-  d.rank = 1;
-  d.n[0] = n;
-  d.batch = 1;
-  return d;
-}
-
-static size_t live(hfp_pool *p) {
-  hfp_metrics m;
-  memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  CHECK(hfp_pool_metrics(p, &m) == HFP_OK);
-  return m.live;
-}
-
-/* Acquire and release at once (nothing executed). */
-static int touch(hfp_pool *p, int64_t n) {
-  hfp_plan_desc d = c2c(n);
-  hfp_lease *l = NULL;
-  hfp_status s = hfp_acquire(p, &d, &l);
-  if (s == HFP_OK) hfp_lease_release(l);
-  return s;
-}
+static size_t live(hfp_pool *p) { return check_metrics(p).live; }
 
 int main(void) {
   hfp_pool *a = shared_pool(), *b = shared_pool(), *c = shared_pool();
@@ -68,17 +32,17 @@ int main(void) {
   CHECK(strcmp(hfp_pool_warnings(b), "") == 0); /* the same limit: nothing to say */
 
   /* Pool a fills the ceiling with two idle plans. */
-  CHECK(touch(a, 8) == HFP_OK && touch(a, 16) == HFP_OK);
+  CHECK(check_touch(a, 8, 1) == HFP_OK && check_touch(a, 16, 1) == HFP_OK);
   CHECK(live(a) == 2);
   /* Two pools: b's miss reclaims one of a's idle plans instead of timing out. */
-  CHECK(touch(b, 32) == HFP_OK);
+  CHECK(check_touch(b, 32, 1) == HFP_OK);
   CHECK(live(a) == 1 && live(b) == 1);
   /* Three pools: c's miss reclaims from a or b. */
-  CHECK(touch(c, 64) == HFP_OK);
+  CHECK(check_touch(c, 64, 1) == HFP_OK);
   CHECK(live(a) + live(b) + live(c) == 2 && live(c) == 1);
 
   /* Leased plans are never reclaimed: a and b each hold a lease, c's miss times out. */
-  hfp_plan_desc da = c2c(128), db = c2c(256), dc = c2c(512);
+  hfp_plan_desc da = check_c2c(128, 1), db = check_c2c(256, 1), dc = check_c2c(512, 1);
   hfp_lease *la = NULL, *lb = NULL, *lc = NULL;
   CHECK(hfp_acquire(a, &da, &la) == HFP_OK);
   CHECK(hfp_acquire(b, &db, &lb) == HFP_OK);
@@ -95,6 +59,5 @@ int main(void) {
   hfp_pool_free(a);
   hfp_pool_free(b);
   hfp_pool_free(c);
-  printf("multi_pool_test: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary("multi_pool_test");
 }

@@ -9,42 +9,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "hipfft_pool.h"
+#include "check.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (cond) {                                                                            \
-      passed++;                                                                            \
-    } else {                                                                               \
-      failed++;                                                                            \
-      printf("FAIL %s:%d: %s [%s]\n", __FILE__, __LINE__, #cond, hfp_last_error_message()); \
-    }                                                                                      \
-  } while (0)
 
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static hfp_plan_desc c2c(int64_t n) {
-  hfp_plan_desc d;
-  memset(&d, 0, sizeof d);
-  d.transform = HFP_C2C;
-  d.rank = 1;
-  d.n[0] = n;
-  d.batch = 1;
-  return d;
-}
-
-static hfp_metrics metrics(hfp_pool *p) {
-  hfp_metrics m;
-  memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  CHECK(hfp_pool_metrics(p, &m) == HFP_OK);
-  return m;
 }
 
 int main(void) {
@@ -61,7 +32,7 @@ int main(void) {
     printf("FAIL pool: %s\n", hfp_last_error_message());
     return 1;
   }
-  hfp_plan_desc a = c2c(8), b = c2c(16);
+  hfp_plan_desc a = check_c2c(8, 1), b = check_c2c(16, 1);
   hfp_lease *l = NULL;
   CHECK(hfp_acquire(pool, &a, &l) == HFP_OK); /* creation 1 */
   hfp_lease_release(l);
@@ -69,16 +40,15 @@ int main(void) {
   CHECK(hfp_acquire(pool, &b, &l) == HFP_INTERNAL_ERROR); /* creation 2 panics */
   CHECK(l == NULL);
   CHECK(strstr(hfp_last_error_message(), "panicked") != NULL);
-  hfp_metrics m = metrics(pool);
+  hfp_metrics m = check_metrics(pool);
   CHECK(m.live == 1 && m.creating == 0); /* the slot came back, nothing is left creating */
   double t0 = now_s();
   CHECK(hfp_acquire(pool, &b, &l) == HFP_OK); /* creation 3: at once, no flight to wait for */
   CHECK(now_s() - t0 < 1.0);
   hfp_lease_release(l);
-  CHECK(metrics(pool).live == 2);
+  CHECK(check_metrics(pool).live == 2);
   t0 = now_s();
   hfp_pool_free(pool);
   CHECK(now_s() - t0 < 1.0); /* shutdown does not wait out its timeout */
-  printf("panic_test: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary("panic_test");
 }

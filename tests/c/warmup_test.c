@@ -10,19 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hipfft_pool.h"
+#include "check.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (cond) {                                                                   \
-      passed++;                                                                   \
-    } else {                                                                      \
-      failed++;                                                                   \
-      printf("FAIL %s:%d: %s [%s]\n", __FILE__, __LINE__, #cond, hfp_last_error_message()); \
-    }                                                                             \
-  } while (0)
 
 static hfp_pool *private_pool(size_t capacity) {
   hfp_config cfg;
@@ -36,27 +25,6 @@ static hfp_pool *private_pool(size_t capacity) {
   return pool;
 }
 
-static hfp_metrics metrics(hfp_pool *p) {
-  hfp_metrics m;
-  memset(&m, 0, sizeof m);
-  m.struct_size = sizeof m;
-  CHECK(hfp_pool_metrics(p, &m) == HFP_OK);
-  return m;
-}
-
-static int touch(hfp_pool *p, int64_t n) {
-  hfp_plan_desc d;
-  hfp_lease *l = NULL;
-  memset(&d, 0, sizeof d);
-  d.transform = HFP_C2C;
-  d.rank = 1;
-  d.n[0] = n;
-  d.batch = 2;
-  hfp_status s = hfp_acquire(p, &d, &l);
-  if (s == HFP_OK) hfp_lease_release(l);
-  return s;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *path = argv[1];
@@ -64,8 +32,8 @@ int main(int argc, char **argv) {
 
   /* Record: three shapes, one of them three times. */
   hfp_pool *a = private_pool(8);
-  CHECK(touch(a, 8) == HFP_OK && touch(a, 8) == HFP_OK && touch(a, 8) == HFP_OK);
-  CHECK(touch(a, 16) == HFP_OK && touch(a, 32) == HFP_OK);
+  CHECK(check_touch(a, 8, 2) == HFP_OK && check_touch(a, 8, 2) == HFP_OK && check_touch(a, 8, 2) == HFP_OK);
+  CHECK(check_touch(a, 16, 2) == HFP_OK && check_touch(a, 32, 2) == HFP_OK);
   CHECK(hfp_pool_save_manifest(a, path) == HFP_OK);
   hfp_pool_free(a);
 
@@ -73,9 +41,9 @@ int main(int argc, char **argv) {
   hfp_pool *b = private_pool(8);
   CHECK(hfp_pool_warm_up(b, path, &made) == HFP_OK);
   CHECK(made == 3);
-  CHECK(metrics(b).creations == 3 && metrics(b).cached == 3);
-  CHECK(touch(b, 8) == HFP_OK && touch(b, 16) == HFP_OK && touch(b, 32) == HFP_OK);
-  CHECK(metrics(b).misses == 0 && metrics(b).creations == 3);
+  CHECK(check_metrics(b).creations == 3 && check_metrics(b).cached == 3);
+  CHECK(check_touch(b, 8, 2) == HFP_OK && check_touch(b, 16, 2) == HFP_OK && check_touch(b, 32, 2) == HFP_OK);
+  CHECK(check_metrics(b).misses == 0 && check_metrics(b).creations == 3);
   /* No warm-up was started by the environment for this pool. */
   CHECK(hfp_pool_wait_warm_up(b, 0, &made) == HFP_OK && made == SIZE_MAX);
   /* Errors name what is wrong. */
@@ -98,8 +66,8 @@ int main(int argc, char **argv) {
   if (c) {
     CHECK(hfp_pool_wait_warm_up(c, 10000, &made) == HFP_OK);
     CHECK(made == 2); /* capacity 2: the two most valuable */
-    CHECK(metrics(c).cached == 2);
-    CHECK(touch(c, 8) == HFP_OK && metrics(c).misses == 0); /* 8 had the most uses */
+    CHECK(check_metrics(c).cached == 2);
+    CHECK(check_touch(c, 8, 2) == HFP_OK && check_metrics(c).misses == 0); /* 8 had the most uses */
     hfp_pool_free(c);
   }
 
@@ -108,9 +76,8 @@ int main(int argc, char **argv) {
     setenv("HIPFFT_POOL_MANIFEST_OUT", argv[2], 1);
     hfp_pool *d = hfp_default_pool();
     CHECK(d != NULL);
-    if (d) CHECK(touch(d, 128) == HFP_OK);
+    if (d) CHECK(check_touch(d, 128, 2) == HFP_OK);
   }
 
-  printf("warmup_test: %d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary("warmup_test");
 }
