@@ -59,7 +59,7 @@ pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
   run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
-  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures')})" "$logs/$name.metrics.json")"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','launch_proofs','pins_awaiting_launch')})" "$logs/$name.metrics.json")"
 }
 
 finish() {
@@ -142,6 +142,24 @@ diag)
       HIPFFT_POOL_CAPTURE=pin HIPFFT_POOL_CAPTURE_PIN_LIMIT=1000 pre "diag-c12-pin-$i" 90 12 $t
       MLX_MAX_OPS_PER_BUFFER=1 pre "diag-c12-ops1-$i" 90 12 $t
     done
+    ;;
+  proof)
+    # The launch proof (pins of destroyed handles wait for a later capture's host node) with
+    # `auto` the default: test_fft.py at each ceiling (four times at 12), natively once, and
+    # the cycle natively and interposed at MLX caches 128 and 8.
+    run proof-native 90 $t
+    pre proof-c128 90 128 $t
+    pre proof-c26 90 26 $t
+    for i in 1 2 3 4; do pre "proof-c12-auto-$i" 90 12 $t; done
+    HIPFFT_POOL_CAPTURE=pin pre proof-c26-pin 90 26 $t
+    for i in 1 2; do
+      run "mlx-cycle-native-cache128-$i" 60 $b
+      pre "mlx-cycle-pool-cache128-$i" 60 128 $b
+    done
+    HIPFFT_POOL_CAPTURE=release-on-run pre mlx-cycle-pool-cache128-release 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     ;;
   verify)
     # After the fix: test_fft.py at each ceiling (auto twice at 12), and the cycle.

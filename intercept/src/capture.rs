@@ -2,24 +2,24 @@
 //!
 //! A captured `cufftExec*` does not run when it is called: it runs when the graph is launched,
 //! perhaps much later. An event recorded during the capture proves nothing when it is queried,
-//! so the pool's `release_after` cannot be used. Two policies (`HIPFFT_POOL_CAPTURE`):
+//! so the pool's `release_after` cannot be used. Policies (`HIPFFT_POOL_CAPTURE`):
 //!
-//! - `release-on-run` (the default): the lease travels in a host node added to the capture
-//!   right after the transform (`cudaLaunchHostFunc` on the capturing stream). The first run
-//!   of that node, which follows the transform's run in the graph, releases it. Right for
-//!   frameworks that launch each captured graph once (MLX rebuilds and relaunches its graphs,
-//!   and keeps its own plan alive only until that launch completed). A graph launched again
-//!   after its first run would use a plan the pool may have destroyed: use `pin` for those.
-//! - `pin`: the virtual handle keeps the lease of every captured execution until the handle
-//!   is destroyed, as the real plan would have lived natively (one lease per distinct real
-//!   plan: later executions on the same plan add none). Safe for graphs replayed any number
-//!   of times, at the cost of one live plan per captured handle, and free of the host node's
-//!   cost (a host node in a graph is a GPU-to-CPU round trip, several microseconds).
-//! - `auto`: `pin` while fewer handles than half the ceiling (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`)
-//!   hold pinned plans, `release-on-run` beyond: a framework whose captured working set fits
-//!   runs without host nodes, and one with more handles than the ceiling still cannot exhaust it.
+//! - `pin`: the virtual handle keeps the lease of its captured executions while it lives, as
+//!   the real plan would have lived natively (one lease per distinct real plan: later
+//!   executions on the same plan add none). No host node: the captured graph is the native
+//!   one. When the handle is destroyed its pins wait for proof that the graphs captured with
+//!   them were launched ([`LaunchProof`]): a host node after the next execution captured on the
+//!   same stream. Frameworks destroy handles before their graphs launch (MLX does), so an
+//!   event recorded at the destroy would prove nothing.
+//! - `release-on-run`: the lease travels in a host node added to the capture right after the
+//!   transform (`cudaLaunchHostFunc` on the capturing stream); its first run releases it. A
+//!   host node in a graph is a GPU-to-CPU round trip: several microseconds a call.
+//! - `auto` (the default): `pin` while fewer handles than half the ceiling
+//!   (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`) hold pins (live, or awaiting their launch proof),
+//!   `release-on-run` beyond: a captured working set that fits runs as natively, and one with
+//!   more handles than the ceiling still cannot exhaust it.
 //!
-//! In both, no plan is created inside a capture (its `cudaMalloc` would break it): the
+//! In all, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a
 //! captured execution whose plan is not at hand fails with the library's error code.
 
@@ -37,22 +37,23 @@ pub enum CapturePolicy {
 }
 
 impl CapturePolicy {
-    /// `HIPFFT_POOL_CAPTURE`: `release-on-run` (default), `auto` or `pin`; another value
+    /// `HIPFFT_POOL_CAPTURE`: `auto` (default), `release-on-run` or `pin`; another value
     /// keeps the default with a warning.
     ///
-    /// Why `release-on-run` is the default: under MLX 0.32.2 on the H200, `test_fft.py` at a
-    /// ceiling of 12 passed 5 runs of 5 with it, and gave wrong values in 3 runs of 5 under
-    /// `auto` (pins without host nodes), a cause not yet found and not reproduced on the sim
-    /// (docs/frameworks.md).
+    /// Why `auto`: it runs a captured working set that fits under the pin limit with no host
+    /// node (on the H200, `benches/c/capture_cycle.c` ran 16.6 us per transform natively and
+    /// through `auto`, 59 us through `release-on-run`). Its wrong values under MLX at a
+    /// ceiling of 12 (runs 8 and 9 in docs/frameworks.md) were pins of destroyed handles
+    /// released before their graphs launched; the launch proof fixed them.
     pub fn from_env() -> (CapturePolicy, Option<String>) {
         match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
-            None | Some("") | Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
-            Some("auto") => (CapturePolicy::Auto, None),
+            None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
+            Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
             Some("pin") => (CapturePolicy::Pin, None),
             Some(other) => (
-                CapturePolicy::ReleaseOnRun,
+                CapturePolicy::Auto,
                 Some(format!(
-                    "HIPFFT_POOL_CAPTURE={other:?} ignored (expected release-on-run, auto or pin); keeping release-on-run"
+                    "HIPFFT_POOL_CAPTURE={other:?} ignored (expected auto, release-on-run or pin); keeping auto"
                 )),
             ),
         }
@@ -84,6 +85,51 @@ pub unsafe extern "C" fn release_captured(data: *mut c_void) {
                 crate::engine::count_captured_release();
             }
             None => crate::engine::count_captured_rerun(),
+        }
+    });
+}
+
+/// The pins of destroyed handles, carried by a host node captured after a later execution
+/// on their stream (`Engine::attach_awaiting`). Its first run proves that the graphs captured
+/// before it on that stream were launched, so an event recorded on the stream afterwards
+/// covers their work. Like [`CapturedRelease`], the record is never freed once a host node
+/// refers to it (a graph may be launched again); only the first run hands the leases on.
+pub struct LaunchProof {
+    leases: parking_lot::Mutex<Option<Vec<Vec<hipfft_pool::Lease>>>>,
+    stream: hipfft_pool::RawStream,
+}
+
+impl LaunchProof {
+    /// A record owning `leases`, as a host function's `data` pointer (leaked on purpose).
+    pub fn leak(leases: Vec<Vec<hipfft_pool::Lease>>, stream: hipfft_pool::RawStream) -> *mut c_void {
+        Box::into_raw(Box::new(LaunchProof { leases: parking_lot::Mutex::new(Some(leases)), stream })).cast()
+    }
+
+    /// Takes the leases back from a record no host node refers to (the launch failed).
+    ///
+    /// # Safety
+    /// `data` came from [`LaunchProof::leak`] and no host node refers to it.
+    pub unsafe fn reclaim(data: *mut c_void) -> Option<Vec<Vec<hipfft_pool::Lease>>> {
+        // SAFETY: the caller's promise: the record is ours alone again.
+        let b = unsafe { Box::from_raw(data.cast::<LaunchProof>()) };
+        b.leases.lock().take()
+    }
+}
+
+/// The launch proof's host node: hands the pins on to the engine's deferred releases. Never
+/// calls the GPU runtime (a lock and a push).
+///
+/// # Safety
+/// `data` came from [`LaunchProof::leak`].
+pub unsafe extern "C" fn leases_launched(data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: records are never freed once a host node refers to them.
+        let proof = unsafe { &*data.cast::<LaunchProof>() };
+        let Some(leases) = proof.leases.lock().take() else { return };
+        match crate::engine::flavor().map(crate::engine::engine) {
+            Some(Ok(e)) => e.launched(leases, proof.stream),
+            // No engine cannot happen once a lease exists; keep the plans rather than guess.
+            _ => std::mem::forget(leases),
         }
     });
 }

@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CapturePolicy, release_captured};
+use crate::capture::{CapturePolicy, LaunchProof, leases_launched, release_captured};
 use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
@@ -183,6 +183,8 @@ struct Counts {
     real_plans_peak: AtomicUsize,
     sticky_uses: AtomicU64,
     sticky_flushes: AtomicU64,
+    /// Destroyed pinning handles whose pins a launch proof carried.
+    launch_proofs: AtomicU64,
 }
 
 /// The interposer of one process.
@@ -210,6 +212,14 @@ pub struct Engine {
     /// or break, that capture). Drained by the next call that sets or executes on that stream
     /// outside a capture, by synchronize, and by the flush hook.
     deferred: Mutex<Vec<(Lease, RawStream)>>,
+    /// Pinned leases of destroyed handles, waiting for proof that the graphs captured with
+    /// them were launched. A framework may destroy a handle before the graph that captured
+    /// its execution is launched (MLX does: natively at a small cache it then crashes), so an
+    /// event recorded after the destroy proves nothing. The next execution captured on the
+    /// same stream carries them in a host node (see `capture::LaunchProof`); its run moves
+    /// them to `deferred`, released after an event recorded there (which covers every graph
+    /// launched before it). Graphs captured on one stream must be launched in capture order.
+    awaiting_launch: Mutex<Vec<(Vec<Lease>, RawStream)>>,
     library: String,
     _server: Option<MetricsServer>,
 }
@@ -317,6 +327,7 @@ impl Engine {
             release_generation: AtomicU64::new(0),
             counts: Counts::default(),
             deferred: Mutex::new(Vec::new()),
+            awaiting_launch: Mutex::new(Vec::new()),
             library,
             _server: server,
         })
@@ -410,18 +421,18 @@ impl Engine {
         let pinned = std::mem::take(&mut s.pinned);
         let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
         drop(s);
-        if !pinned.is_empty() {
-            self.pinned_handles.fetch_sub(1, Ordering::Relaxed);
-        }
         if exiting() {
             // The runtime may be torn down already: the process is ending, leak them.
             std::mem::forget(pinned);
             std::mem::forget(sticky);
             return Ok(real);
         }
-        let mut deferred = self.deferred.lock();
-        deferred.extend(sticky);
-        deferred.extend(pinned.into_iter().map(|l| (l, stream)));
+        self.deferred.lock().extend(sticky);
+        if !pinned.is_empty() {
+            // Still counted in `pinned_handles` until a launch proves their graphs ran, so
+            // pins (live or awaiting) never hold more than the pin limit.
+            self.awaiting_launch.lock().push((pinned, stream));
+        }
         Ok(real)
     }
 
@@ -751,6 +762,9 @@ impl Engine {
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
         if capturing {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
+            // After this transform in the capture: the proof that earlier graphs on the
+            // stream were launched, for the pins of destroyed handles.
+            self.attach_awaiting(stream);
             let mut s = v.settings.lock();
             let pin = match self.policy {
                 CapturePolicy::Pin => true,
@@ -803,6 +817,46 @@ impl Engine {
             self.release_after(lease, stream);
         }
         Ok(())
+    }
+
+    /// Hands the pins of destroyed handles last used on `stream` to a host node in the
+    /// capture now under way there; its run moves them to `deferred` (see `awaiting_launch`).
+    fn attach_awaiting(&self, stream: RawStream) {
+        let mine: Vec<Vec<Lease>> = {
+            let mut a = self.awaiting_launch.lock();
+            if a.is_empty() {
+                return;
+            }
+            let all = std::mem::take(&mut *a);
+            let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| *st == stream);
+            *a = keep;
+            mine.into_iter().map(|(l, _)| l).collect()
+        };
+        if mine.is_empty() {
+            return;
+        }
+        let handles = mine.len();
+        let data = LaunchProof::leak(mine, stream);
+        // SAFETY: `data` is never freed (see LaunchProof); `leases_launched` may run on any
+        // thread and calls no GPU runtime.
+        let call = unsafe { hipfft_pool::HostCall::new(leases_launched, data) };
+        // SAFETY: the framework's capturing stream (it was passed to this execution).
+        if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
+            // SAFETY: no host node refers to `data`: the launch failed.
+            if let Some(leases) = unsafe { LaunchProof::reclaim(data) } {
+                self.awaiting_launch.lock().extend(leases.into_iter().map(|l| (l, stream)));
+            }
+        } else {
+            self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// A launch proof ran (on the runtime's callback thread): the destroyed handles' pins
+    /// wait for an event on their stream from now on. Calls no GPU runtime.
+    pub(crate) fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
+        let handles = leases.len();
+        self.deferred.lock().extend(leases.into_iter().flatten().map(|l| (l, stream)));
+        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
     }
 
     /// The flush hook: every sticky lease goes back, released once its stream's work is done.
@@ -888,6 +942,8 @@ impl Engine {
             "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
             "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
         });
+        j["pins_awaiting_launch"] = self.awaiting_launch.lock().len().into();
+        j["launch_proofs"] = self.counts.launch_proofs.load(Ordering::Relaxed).into();
         if let Some(sim) = &self.sim {
             j["sim_live_handles"] = sim.live_handles().into();
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();

@@ -209,6 +209,11 @@ fn mlx_deferred_graph_launches_give_right_values_under_every_policy() {
     mlx_deferred_graph_launches(program(), LIB);
 }
 
+#[test]
+fn handles_destroyed_before_their_graphs_launch_keep_their_plans_until_then() {
+    mlx_cache_destroys_handles_before_their_graphs_launch(program(), LIB);
+}
+
 /// Executions captured into graphs on the simulated runtime's capture model, under each
 /// capture policy and a ceiling of 4: every captured transform gives the right numbers at
 /// each launch, a plan not prepared before the capture is refused, and the sim records no

@@ -9,8 +9,8 @@
  *   fft_sim errors       bad arguments give the library's codes and a message
  *   fft_sim worksizes    the work size reported at plan time is the real one, and is used
  *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles
- *   fft_sim mlx SHAPES   MLX 0.32.2's CUDA FFT pattern (fft.cu, device.cpp): a plan cache of
- *                        virtual handles, each step set-stream, set-work-area, then one exec
+ *   fft_sim mlx SHAPES [CACHE]  MLX 0.32.2's CUDA FFT pattern (fft.cu, device.cpp): a plan
+ *                        cache of CACHE virtual handles (an evicted one destroyed at once), each step set-stream, set-work-area, then one exec
  *                        captured into its own graph; graphs launched only at a commit every
  *                        few ops, so a step's input is the output of a graph not yet run */
 #include <math.h>
@@ -521,7 +521,7 @@ static int capture(int count) {
 
 enum { MLX_OPS_PER_COMMIT = 3, MLX_MAX_GRAPHS = 2 * MLX_OPS_PER_COMMIT, MLX_MAX_SHAPES = 64 };
 
-typedef struct { int n, batch; handle_t h; size_t ws; int made; } mlx_plan;
+typedef struct { int n, batch; handle_t h; size_t ws; int made; long used; } mlx_plan;
 typedef struct {
   void *graphs[MLX_MAX_GRAPHS];
   void *temps[3 * MLX_MAX_GRAPHS];
@@ -532,13 +532,25 @@ typedef struct {
   int len[MLX_OPS_PER_COMMIT], nops;
 } mlx_buffer;
 
-static mlx_plan *mlx_get_plan(mlx_plan *cache, int n, int batch) {
+/* MLX's plan cache, of `capacity` handles: a full cache destroys its least recently used
+ * handle at once, even while an execution of it sits in a graph not yet launched (MLX 0.32.2
+ * natively at a small cache then crashes with an illegal memory access: docs/frameworks.md). */
+static mlx_plan *mlx_get_plan(mlx_plan *cache, int capacity, int n, int batch) {
+  static long clock = 0;
+  clock++;
   for (int i = 0; i < MLX_MAX_SHAPES; i++)
-    if (cache[i].made && cache[i].n == n && cache[i].batch == batch) return &cache[i];
+    if (cache[i].made && cache[i].n == n && cache[i].batch == batch) { cache[i].used = clock; return &cache[i]; }
+  int made = 0, lru = -1;
+  for (int i = 0; i < MLX_MAX_SHAPES; i++)
+    if (cache[i].made) { made++; if (lru < 0 || cache[i].used < cache[lru].used) lru = i; }
+  if (made >= capacity && lru >= 0) {
+    OK(FFT(Destroy)(cache[lru].h));
+    cache[lru].made = 0;
+  }
   for (int i = 0; i < MLX_MAX_SHAPES; i++) {
     if (cache[i].made) continue;
     mlx_plan *p = &cache[i];
-    p->n = n; p->batch = batch; p->made = 1;
+    p->n = n; p->batch = batch; p->made = 1; p->used = clock;
     OK(FFT(Create)(&p->h));
     OK(FFT(SetAutoAllocation)(p->h, 0));
     long long ln = n, emb = n;
@@ -580,8 +592,9 @@ static void mlx_commit(void *stream, mlx_buffer *cb, int *checked) {
   memset(cb, 0, sizeof(*cb));
 }
 
-static int mlx(int shapes) {
+static int mlx(int shapes, int capacity) {
   if (shapes < 1 || shapes > MLX_MAX_SHAPES) shapes = 20;
+  if (capacity < 1 || capacity > MLX_MAX_SHAPES) capacity = MLX_MAX_SHAPES;
   void *stream = NULL;
   handle_t first;
   OK(FFT(Create)(&first)); /* the runtime exists from the first call on */
@@ -609,7 +622,7 @@ static int mlx(int shapes) {
       dft(y, z, dims, 1, batch, -1);
       double *want = calloc((size_t)len, sizeof(double));
       for (int i = 0; i < n * batch; i++) { want[2 * i] = z[i].re; want[2 * i + 1] = z[i].im; }
-      mlx_plan *p = mlx_get_plan(cache, n, batch);
+      mlx_plan *p = mlx_get_plan(cache, capacity, n, batch);
       CHECK(p != NULL, "plan cache full");
       if (!p) break;
       mlx_step(p, stream, in, mid, &cb);
@@ -628,7 +641,7 @@ static int mlx(int shapes) {
   free(cache);
   long v = hfp_intercept_sim_violations();
   CHECK(v == 0, "the simulated runtime recorded %ld misuses", v);
-  if (failures == 0) printf("ok %d MLX-pattern ops checked; sim peak %ld, no misuse\n", checked, hfp_intercept_sim_peak_live_handles());
+  if (failures == 0) printf("ok %d MLX-pattern ops checked (cache %d); sim peak %ld, no misuse\n", checked, capacity, hfp_intercept_sim_peak_live_handles());
   return failures;
 }
 
@@ -641,7 +654,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "errors")) f = errors();
   else if (!strcmp(cmd, "worksizes")) f = worksizes();
   else if (!strcmp(cmd, "capture")) f = capture(argc > 2 ? atoi(argv[2]) : 16);
-  else if (!strcmp(cmd, "mlx")) f = mlx(argc > 2 ? atoi(argv[2]) : 20);
+  else if (!strcmp(cmd, "mlx")) f = mlx(argc > 2 ? atoi(argv[2]) : 20, argc > 3 ? atoi(argv[3]) : MLX_MAX_SHAPES);
   else { printf("FAIL unknown subcommand %s\n", cmd); return 2; }
   if (argc > 4 && hfp_intercept_write_metrics(argv[4]) != 0) { printf("FAIL metrics\n"); f++; }
   printf("%s %s: %d failures\n", f ? "FAIL" : "ok", cmd, f);

@@ -129,6 +129,40 @@ pub fn exported(lib: &Path) -> Vec<String> {
 /// one plan per handle for good and so needs no more handles than the ceiling. Every op's
 /// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
 /// runs a destroyed plan). `lib` names the work folder.
+/// MLX's pattern with a plan cache smaller than its keys: an evicted handle is destroyed at
+/// once, while its captured execution may sit in a graph not yet launched. A pinned plan must
+/// then stay alive until that graph ran (before the launch proof, a pin went back on an event
+/// recorded after the destroy, the pool destroyed the plan at the full ceiling, and the sim
+/// saw the graph run a destroyed plan).
+pub fn mlx_cache_destroys_handles_before_their_graphs_launch(program: &Path, lib: &str) {
+    // `pin` keeps every destroyed handle's plan until a later capture proves the launch: it
+    // needs headroom above the cache, so a cache of 2 under the ceiling of 6.
+    for (policy, cache) in [("pin", "2"), ("auto", "2"), ("auto", "4"), ("release-on-run", "4")] {
+        let dir = work_dir(&format!("{lib}_mlx_evict_{policy}_{cache}"));
+        let out = dir.join("m.json");
+        let env = [
+            ("HIPFFT_POOL_RUNTIME", "sim"),
+            ("HIPFFT_POOL_LIVE_CEILING", "6"),
+            // Idle plans beyond two are destroyed at once: a pin released too early is gone
+            // before its graph runs.
+            ("HIPFFT_POOL_CAPACITY", "2"),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
+            ("HIPFFT_POOL_CAPTURE", policy),
+            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+        ];
+        let o = run(program, &["mlx", "20", cache], &env, true);
+        let want = format!("ok 80 MLX-pattern ops checked (cache {cache})");
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{policy}: {}", show(&o));
+        let m = metrics(&out);
+        assert!(get(&m, "sim_peak_live_handles") <= 6, "{policy}: {m}");
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
+        assert!(get(&m, "sim_created") > 6, "{policy}: the ceiling made the pool destroy and remake plans: {m}");
+        if policy != "release-on-run" {
+            assert!(get(&m, "launch_proofs") > 0, "{policy}: destroyed pinning handles were released by a launch proof: {m}");
+        }
+    }
+}
+
 pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
     for (policy, keys) in [("auto", 20u64), ("release-on-run", 20), ("pin", 5)] {
         let dir = work_dir(&format!("{lib}_mlx_{policy}"));
