@@ -17,13 +17,25 @@
 //! - `auto` (the default): `pin` while fewer handles than half the ceiling
 //!   (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`) hold pins (live, or awaiting their launch proof),
 //!   `release-on-run` beyond: a captured working set that fits runs as natively, and one with
-//!   more handles than the ceiling still cannot exhaust it.
+//!   more handles than the ceiling still cannot exhaust it. Pins are a cache here, not a
+//!   promise: once the ceiling is half full, a capture after a captured use of a pin carries
+//!   a launch proof ([`CaptureClock`]: a host node, as `release-on-run` has); at three
+//!   quarters no handle starts a pin; and a miss at the full ceiling takes back the pins of
+//!   handles whose last captured execution has been proven launched (released after an
+//!   event on their stream). Without that, pins of handles a
+//!   framework keeps in its cache but no longer runs would hold half the ceiling for good,
+//!   and a command buffer needing more than the other half would wait out its timeout (MLX
+//!   at ceiling 12 did, and aborts on the failed plan creation). Like `release-on-run`,
+//!   `auto` thus expects each captured graph to be launched once; `pin` is for frameworks that
+//!   replay graphs.
 //!
 //! In all, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a
 //! captured execution whose plan is not at hand fails with the library's error code.
 
 use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use hipfft_pool::CapturedRelease;
 
@@ -132,4 +144,141 @@ pub unsafe extern "C" fn leases_launched(data: *mut c_void) {
             _ => std::mem::forget(leases),
         }
     });
+}
+
+/// How far the executions captured on one stream are known to have been launched. Each
+/// captured execution takes the next number ([`CaptureClock::tick`]); a proof node attached
+/// after the execution numbered `n` raises [`CaptureClock::launched`] to `n` when it runs.
+/// Its graph is running then, and graphs captured on one stream are launched in capture
+/// order, so every execution numbered up to `n` has been launched; an event recorded on the
+/// stream afterwards covers them all. (A framework may order the executions of one graph by
+/// its own dependencies, so the proof says *launched*, not *ran*.)
+pub struct CaptureClock {
+    next: AtomicU64,
+    launched: AtomicU64,
+    /// The last capture that used a pin, and the last one a proof was attached after.
+    pinned_upto: AtomicU64,
+    proof_upto: AtomicU64,
+    /// The ceiling the stream's plans count against: proofs are taken only under pressure.
+    pub ceiling: Arc<hipfft_pool::LiveCeiling>,
+}
+
+impl CaptureClock {
+    pub fn new(ceiling: Arc<hipfft_pool::LiveCeiling>) -> CaptureClock {
+        CaptureClock {
+            next: AtomicU64::new(0),
+            launched: AtomicU64::new(0),
+            pinned_upto: AtomicU64::new(0),
+            proof_upto: AtomicU64::new(0),
+            ceiling,
+        }
+    }
+
+    /// The number of the execution being captured now.
+    pub fn tick(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Every execution numbered up to this has been launched.
+    pub fn launched(&self) -> u64 {
+        self.launched.load(Ordering::Acquire)
+    }
+
+    /// Whether the ceiling is three quarters full: no handle starts a pin then.
+    pub fn pressed(&self) -> bool {
+        self.ceiling.live() * 4 >= self.ceiling.limit() * 3
+    }
+
+    /// Capture `seq` used a pin.
+    pub fn pinned(&self, seq: u64) {
+        self.pinned_upto.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// Whether a proof should follow capture `seq`: the ceiling is half full and a pin was
+    /// used after the last proof (a pin used while the pool has room waits for the first
+    /// capture after it fills). Marks the proof as attached when it says yes.
+    pub fn wants_proof(&self, seq: u64) -> bool {
+        if self.pinned_upto.load(Ordering::Relaxed) <= self.proof_upto.load(Ordering::Relaxed)
+            || self.ceiling.live() * 2 < self.ceiling.limit()
+        {
+            return false;
+        }
+        self.proof_upto.fetch_max(seq, Ordering::Relaxed);
+        true
+    }
+
+    /// A proof's host node data: never freed once a host node refers to it (a graph may be
+    /// launched again), 16 bytes per proof.
+    pub fn leak_proof(self: &Arc<Self>, seq: u64) -> *mut c_void {
+        Box::into_raw(Box::new(ClockProof { clock: self.clone(), seq })).cast()
+    }
+
+    /// Frees a proof no host node refers to (the launch failed).
+    ///
+    /// # Safety
+    /// `data` came from [`CaptureClock::leak_proof`] and no host node refers to it.
+    pub unsafe fn reclaim_proof(data: *mut c_void) {
+        // SAFETY: the caller's promise.
+        drop(unsafe { Box::from_raw(data.cast::<ClockProof>()) });
+    }
+}
+
+struct ClockProof {
+    clock: Arc<CaptureClock>,
+    seq: u64,
+}
+
+/// The clock's proof node: raises `launched`. Calls no GPU runtime (two atomics).
+///
+/// # Safety
+/// `data` came from [`CaptureClock::leak_proof`].
+pub unsafe extern "C" fn captures_launched(data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: records are never freed once a host node refers to them.
+        let p = unsafe { &*data.cast::<ClockProof>() };
+        p.clock.launched.fetch_max(p.seq, Ordering::AcqRel);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock() -> Arc<CaptureClock> {
+        Arc::new(CaptureClock::new(hipfft_pool::LiveCeiling::new(4)))
+    }
+
+    #[test]
+    fn a_proof_raises_what_is_launched_to_its_own_number() {
+        let c = clock();
+        let (a, b) = (c.tick(), c.tick());
+        assert_eq!((a, b, c.launched()), (1, 2, 0));
+        let data = c.leak_proof(a);
+        // SAFETY: `data` came from leak_proof; this test is the host node.
+        unsafe { captures_launched(data) };
+        assert_eq!(c.launched(), a, "execution {b} was captured after the proof");
+    }
+
+    #[test]
+    fn a_relaunched_old_proof_never_lowers_what_is_proven() {
+        let c = clock();
+        let (a, b) = (c.tick(), c.tick());
+        let (pa, pb) = (c.leak_proof(a), c.leak_proof(b));
+        // SAFETY: as above (both records stay leaked).
+        unsafe {
+            captures_launched(pb);
+            captures_launched(pa);
+        }
+        assert_eq!(c.launched(), b);
+    }
+
+    #[test]
+    fn a_proof_that_failed_to_attach_lets_go_of_its_clock() {
+        let c = clock();
+        let data = c.leak_proof(c.tick());
+        // SAFETY: no host node refers to it.
+        unsafe { CaptureClock::reclaim_proof(data) };
+        assert_eq!(c.launched(), 0);
+        assert_eq!(Arc::strong_count(&c), 1, "the reclaimed record let go of the clock");
+    }
 }

@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CapturePolicy, LaunchProof, leases_launched, release_captured};
+use crate::capture::{CaptureClock, CapturePolicy, LaunchProof, captures_launched, leases_launched, release_captured};
 use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
@@ -136,6 +136,13 @@ struct Settings {
     prepared: Option<Lease>,
     /// Leases of captured executions that are pinned to the handle (see `capture`).
     pinned: Vec<Lease>,
+    /// The last captured execution that used the pins: its number on its stream's clock
+    /// (see `CaptureClock`), for `reclaim_launched_pins`. `None` once pins were captured on
+    /// two streams: one clock cannot prove both.
+    pin_at: Option<(u64, Arc<CaptureClock>, RawStream)>,
+    pin_streams_mixed: bool,
+    /// The clock of `stream` (looked up once per stream change).
+    clock: Option<Arc<CaptureClock>>,
     /// The lease of the handle's last (uncaptured) execution, kept for its next one on the
     /// same stream: a framework executing a handle again pays no acquire and no event. It
     /// goes back (`release_after` its stream) when the stream changes, the handle is
@@ -185,6 +192,18 @@ struct Counts {
     sticky_flushes: AtomicU64,
     /// Destroyed pinning handles whose pins a launch proof carried.
     launch_proofs: AtomicU64,
+    /// Proof nodes of the capture clocks, and the pins a miss at the full ceiling took back
+    /// through them.
+    clock_proofs: AtomicU64,
+    pins_reclaimed: AtomicU64,
+}
+
+/// The pins of a destroyed handle, waiting for a launch proof: the stream their last capture
+/// ran on, and its number on that stream's clock (when one clock can prove them).
+struct Awaiting {
+    pins: Vec<Lease>,
+    stream: RawStream,
+    at: Option<(u64, Arc<CaptureClock>)>,
 }
 
 /// The interposer of one process.
@@ -219,7 +238,9 @@ pub struct Engine {
     /// same stream carries them in a host node (see `capture::LaunchProof`); its run moves
     /// them to `deferred`, released after an event recorded there (which covers every graph
     /// launched before it). Graphs captured on one stream must be launched in capture order.
-    awaiting_launch: Mutex<Vec<(Vec<Lease>, RawStream)>>,
+    awaiting_launch: Mutex<Vec<Awaiting>>,
+    /// Per stream a framework captured on: how far its captures are proven launched.
+    clocks: Mutex<FxHashMap<usize, Arc<CaptureClock>>>,
     library: String,
     _server: Option<MetricsServer>,
 }
@@ -328,6 +349,7 @@ impl Engine {
             counts: Counts::default(),
             deferred: Mutex::new(Vec::new()),
             awaiting_launch: Mutex::new(Vec::new()),
+            clocks: Mutex::new(FxHashMap::default()),
             library,
             _server: server,
         })
@@ -390,6 +412,9 @@ impl Engine {
                 auto_allocation: true,
                 prepared: None,
                 pinned: Vec::new(),
+                pin_at: None,
+                pin_streams_mixed: false,
+                clock: None,
                 sticky: None,
                 sticky_stream: RawStream::NULL,
                 last_stream: RawStream::NULL,
@@ -419,6 +444,7 @@ impl Engine {
         }
         let stream = s.last_stream;
         let pinned = std::mem::take(&mut s.pinned);
+        let at = s.pin_at.take().filter(|_| !s.pin_streams_mixed).map(|(seq, clock, _)| (seq, clock));
         let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
         drop(s);
         if exiting() {
@@ -431,7 +457,7 @@ impl Engine {
         if !pinned.is_empty() {
             // Still counted in `pinned_handles` until a launch proves their graphs ran, so
             // pins (live or awaiting) never hold more than the pin limit.
-            self.awaiting_launch.lock().push((pinned, stream));
+            self.awaiting_launch.lock().push(Awaiting { pins: pinned, stream, at });
         }
         Ok(real)
     }
@@ -570,6 +596,7 @@ impl Engine {
         if s.stream != stream {
             s.stream = stream;
             s.stream_registered = false;
+            s.clock = None;
         }
         self.prepare(&mut s);
         Ok(())
@@ -766,10 +793,14 @@ impl Engine {
             // stream were launched, for the pins of destroyed handles.
             self.attach_awaiting(stream);
             let mut s = v.settings.lock();
+            let clock = self.clock_of(&mut s, stream, desc.device);
+            let seq = clock.tick();
             let pin = match self.policy {
                 CapturePolicy::Pin => true,
                 CapturePolicy::ReleaseOnRun => false,
-                CapturePolicy::Auto => !s.pinned.is_empty() || self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit,
+                CapturePolicy::Auto => {
+                    !s.pinned.is_empty() || (self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit && !clock.pressed())
+                }
             };
             if pin {
                 // One lease per distinct real plan keeps it alive for every captured use.
@@ -780,12 +811,21 @@ impl Engine {
                 } else {
                     if s.pinned.is_empty() {
                         self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                        s.pin_streams_mixed = false;
                     }
                     s.pinned.push(lease);
                 }
+                if s.pin_at.as_ref().is_some_and(|(_, c, _)| !Arc::ptr_eq(c, &clock)) {
+                    s.pin_streams_mixed = true;
+                }
+                s.pin_at = Some((seq, clock.clone(), stream));
+                drop(s);
+                clock.pinned(seq);
+                self.prove_if_pressed(&clock, seq, stream);
                 return Ok(());
             }
             drop(s);
+            self.prove_if_pressed(&clock, seq, stream);
             let data = CapturedRelease::leak(lease);
             // SAFETY: `data` is never freed (see CapturedRelease), release_captured may run on any
             // thread and calls no GPU runtime.
@@ -800,6 +840,8 @@ impl Engine {
                         self.pinned_handles.fetch_add(1, Ordering::Relaxed);
                     }
                     s.pinned.push(lease);
+                    // Never taken back: no proof covers a graph whose host node failed.
+                    s.pin_streams_mixed = true;
                 }
             }
             return Ok(());
@@ -828,9 +870,9 @@ impl Engine {
                 return;
             }
             let all = std::mem::take(&mut *a);
-            let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, st)| *st == stream);
+            let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|w| w.stream == stream);
             *a = keep;
-            mine.into_iter().map(|(l, _)| l).collect()
+            mine.into_iter().map(|w| w.pins).collect()
         };
         if mine.is_empty() {
             return;
@@ -844,11 +886,89 @@ impl Engine {
         if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
             // SAFETY: no host node refers to `data`: the launch failed.
             if let Some(leases) = unsafe { LaunchProof::reclaim(data) } {
-                self.awaiting_launch.lock().extend(leases.into_iter().map(|l| (l, stream)));
+                self.awaiting_launch.lock().extend(leases.into_iter().map(|pins| Awaiting { pins, stream, at: None }));
             }
         } else {
             self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
         }
+    }
+
+    /// The capture clock of the handle's stream (`s.stream` is `stream`).
+    fn clock_of(&self, s: &mut Settings, stream: RawStream, device: i32) -> Arc<CaptureClock> {
+        if let Some(c) = &s.clock {
+            return c.clone();
+        }
+        let c = self
+            .clocks
+            .lock()
+            .entry(stream.0)
+            .or_insert_with(|| Arc::new(CaptureClock::new(self.pool.ceiling_for(device))))
+            .clone();
+        s.clock = Some(c.clone());
+        c
+    }
+
+    /// Under `auto`, when the clock wants one: a proof node that the capture numbered `seq`
+    /// on `stream` was launched (see `CaptureClock`).
+    fn prove_if_pressed(&self, clock: &Arc<CaptureClock>, seq: u64, stream: RawStream) {
+        if self.policy != CapturePolicy::Auto || !clock.wants_proof(seq) {
+            return;
+        }
+        let data = clock.leak_proof(seq);
+        // SAFETY: `data` is never freed once a host node refers to it; `captures_launched`
+        // may run on any thread and calls no GPU runtime.
+        let call = unsafe { hipfft_pool::HostCall::new(captures_launched, data) };
+        // SAFETY: the framework's capturing stream (it was passed to this execution).
+        if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
+            // SAFETY: no host node refers to `data`: the launch failed.
+            unsafe { CaptureClock::reclaim_proof(data) };
+        } else {
+            self.counts.clock_proofs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Under `auto`, at a miss that found the ceiling full: the pins of handles (live or
+    /// destroyed) whose last captured execution is proven launched go to `deferred`, each
+    /// released after an event on its stream. A handle in use right now is skipped.
+    fn reclaim_launched_pins(&self) {
+        if self.policy != CapturePolicy::Auto || self.pinned_handles.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut freed: Vec<(Lease, RawStream)> = Vec::new();
+        let mut handles = 0usize;
+        {
+            let mut a = self.awaiting_launch.lock();
+            a.retain_mut(|w| match &w.at {
+                Some((seq, clock)) if clock.launched() >= *seq => {
+                    handles += 1;
+                    freed.extend(std::mem::take(&mut w.pins).into_iter().map(|l| (l, w.stream)));
+                    false
+                }
+                _ => true,
+            });
+        }
+        let live: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
+        for v in live {
+            let Some(mut s) = v.settings.try_lock() else { continue };
+            if s.pinned.is_empty() || s.pin_streams_mixed {
+                continue;
+            }
+            let Some((seq, clock, stream)) = s.pin_at.clone() else { continue };
+            if clock.launched() < seq {
+                continue;
+            }
+            s.pin_at = None;
+            let pins = std::mem::take(&mut s.pinned);
+            drop(s);
+            handles += 1;
+            freed.extend(pins.into_iter().map(|l| (l, stream)));
+        }
+        if handles == 0 {
+            return;
+        }
+        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
+        self.counts.pins_reclaimed.fetch_add(handles as u64, Ordering::Relaxed);
+        self.deferred.lock().extend(freed);
     }
 
     /// A launch proof ran (on the runtime's callback thread): the destroyed handles' pins
@@ -864,6 +984,7 @@ impl Engine {
     pub fn release_sticky(&self) {
         self.release_generation.fetch_add(1, Ordering::AcqRel);
         self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
+        self.reclaim_launched_pins();
         let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
         for v in handles {
             let Some(mut s) = v.settings.try_lock() else { continue };
@@ -944,6 +1065,8 @@ impl Engine {
         });
         j["pins_awaiting_launch"] = self.awaiting_launch.lock().len().into();
         j["launch_proofs"] = self.counts.launch_proofs.load(Ordering::Relaxed).into();
+        j["clock_proofs"] = self.counts.clock_proofs.load(Ordering::Relaxed).into();
+        j["pins_reclaimed"] = self.counts.pins_reclaimed.load(Ordering::Relaxed).into();
         if let Some(sim) = &self.sim {
             j["sim_live_handles"] = sim.live_handles().into();
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();

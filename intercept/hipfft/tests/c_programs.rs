@@ -149,6 +149,13 @@ fn handles_destroyed_before_their_graphs_launch_keep_their_plans_until_then() {
     mlx_cache_destroys_handles_before_their_graphs_launch(program(), LIB);
 }
 
+/// Pins of idle handles give way to a command buffer that needs the whole ceiling (see the
+/// harness).
+#[test]
+fn idle_pins_give_way_to_a_command_buffer_that_needs_the_ceiling() {
+    mlx_idle_pins_give_way_to_a_buffer_that_needs_the_ceiling(program(), LIB);
+}
+
 /// Executions captured into graphs on the simulated runtime's capture model, under each
 /// capture policy and a ceiling of 4: every captured transform gives the right numbers at
 /// each launch, a plan not prepared before the capture is refused, and the sim records no

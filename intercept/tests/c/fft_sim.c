@@ -519,7 +519,9 @@ static int capture(int count) {
 
 /* ---- MLX's pattern ---- */
 
-enum { MLX_OPS_PER_COMMIT = 3, MLX_MAX_GRAPHS = 2 * MLX_OPS_PER_COMMIT, MLX_MAX_SHAPES = 64 };
+/* Ops per command buffer: 3, or FFT_SIM_OPS_PER_COMMIT (at most MLX_MAX_OPS; MLX's CUDA
+ * backend commits every few ops, more distinct plans in one buffer need more of the ceiling). */
+enum { MLX_MAX_OPS = 16, MLX_MAX_GRAPHS = 2 * MLX_MAX_OPS, MLX_MAX_SHAPES = 64 };
 
 typedef struct { int n, batch; handle_t h; size_t ws; int made; long used; } mlx_plan;
 typedef struct {
@@ -527,9 +529,9 @@ typedef struct {
   void *temps[3 * MLX_MAX_GRAPHS];
   int ngraphs, ntemps;
   /* per op: input, final output, its reference */
-  float *out[MLX_OPS_PER_COMMIT];
-  double *want[MLX_OPS_PER_COMMIT];
-  int len[MLX_OPS_PER_COMMIT], nops;
+  float *out[MLX_MAX_OPS];
+  double *want[MLX_MAX_OPS];
+  int len[MLX_MAX_OPS], nops;
 } mlx_buffer;
 
 /* MLX's plan cache, of `capacity` handles: a full cache destroys its least recently used
@@ -603,6 +605,9 @@ static int mlx(int shapes, int capacity) {
   mlx_buffer cb;
   memset(&cb, 0, sizeof(cb));
   int checked = 0;
+  const char *per = getenv("FFT_SIM_OPS_PER_COMMIT");
+  int ops_per_commit = per ? atoi(per) : 3;
+  if (ops_per_commit < 1 || ops_per_commit > MLX_MAX_OPS) ops_per_commit = 3;
   for (int round = 0; round < 4; round++) {
     for (int k = 0; k < shapes; k++) {
       /* a two-step op (fft2 over rows, as fftn runs one axis after the other): both steps
@@ -631,7 +636,7 @@ static int mlx(int shapes, int capacity) {
       cb.temps[cb.ntemps++] = mid;
       cb.out[cb.nops] = out; cb.want[cb.nops] = want; cb.len[cb.nops] = len; cb.nops++;
       free(x); free(y); free(z);
-      if (cb.nops == MLX_OPS_PER_COMMIT) mlx_commit(stream, &cb, &checked);
+      if (cb.nops == ops_per_commit) mlx_commit(stream, &cb, &checked);
     }
   }
   if (cb.nops) mlx_commit(stream, &cb, &checked);

@@ -121,14 +121,6 @@ pub fn exported(lib: &Path) -> Vec<String> {
     String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.split_whitespace().nth(2)).map(str::to_string).collect()
 }
 
-/// MLX 0.32.2's pattern (fft.cu and device.cpp), the `mlx` subcommand of `fft_sim.c`: each
-/// step sets the stream and a fresh work area, then captures one exec into a graph of its
-/// own; the graphs run only at a commit every three ops, so a step's input is the output of
-/// a graph not yet launched, and two steps of one op share a handle. Keys cycled four times
-/// under a ceiling of 6: 20 keys under `auto` and `release-on-run`; 5 under `pin`, which keeps
-/// one plan per handle for good and so needs no more handles than the ceiling. Every op's
-/// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
-/// runs a destroyed plan). `lib` names the work folder.
 /// MLX's pattern with a plan cache smaller than its keys: an evicted handle is destroyed at
 /// once, while its captured execution may sit in a graph not yet launched. A pinned plan must
 /// then stay alive until that graph ran (before the launch proof, a pin went back on an event
@@ -163,6 +155,41 @@ pub fn mlx_cache_destroys_handles_before_their_graphs_launch(program: &Path, lib
     }
 }
 
+/// MLX's pattern with command buffers of eight distinct plans under a ceiling of 8, and a
+/// plan cache that keeps every handle: under `auto` the handles pinned by the first buffers
+/// sit idle in the cache while later buffers need the whole ceiling. Their pins must give way
+/// once a launch proof covers them (before, they held half the ceiling for good, the ninth
+/// plan creation waited out its timeout and failed, as MLX's did at ceiling 12 on the H200).
+/// Every op matches a DFT; the sim's peak is at most 8 and it records no misuse.
+pub fn mlx_idle_pins_give_way_to_a_buffer_that_needs_the_ceiling(program: &Path, lib: &str) {
+    let dir = work_dir(&format!("{lib}_mlx_idle_pins"));
+    let out = dir.join("m.json");
+    let env = [
+        ("HIPFFT_POOL_RUNTIME", "sim"),
+        ("HIPFFT_POOL_LIVE_CEILING", "8"),
+        ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
+        ("HIPFFT_POOL_CAPTURE", "auto"),
+        ("FFT_SIM_OPS_PER_COMMIT", "8"),
+        ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+    ];
+    let o = run(program, &["mlx", "20", "64"], &env, true);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok 80 MLX-pattern ops checked (cache 64)"), "{}", show(&o));
+    let m = metrics(&out);
+    assert!(get(&m, "sim_peak_live_handles") <= 8, "{m}");
+    assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{m}");
+    assert!(get(&m, "pins_reclaimed") > 0, "idle pins were taken back: {m}");
+    assert!(get(&m, "clock_proofs") > 0, "{m}");
+    assert_eq!(get(&m, "capture_misses"), 0, "{m}");
+}
+
+/// MLX 0.32.2's pattern (fft.cu and device.cpp), the `mlx` subcommand of `fft_sim.c`: each
+/// step sets the stream and a fresh work area, then captures one exec into a graph of its
+/// own; the graphs run only at a commit every three ops, so a step's input is the output of
+/// a graph not yet launched, and two steps of one op share a handle. Keys cycled four times
+/// under a ceiling of 6: 20 keys under `auto` and `release-on-run`; 5 under `pin`, which keeps
+/// one plan per handle for good and so needs no more handles than the ceiling. Every op's
+/// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
+/// runs a destroyed plan). `lib` names the work folder.
 pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
     for (policy, keys) in [("auto", 20u64), ("release-on-run", 20), ("pin", 5)] {
         let dir = work_dir(&format!("{lib}_mlx_{policy}"));

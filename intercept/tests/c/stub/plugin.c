@@ -88,6 +88,22 @@ int plugin_run(const char *metrics_mid) {
   EXPECT(stub_mode_exchanges() > 0);
   for (int i = 0; i < 8; i++) CK(cufftDestroy(h[i]));
   EXPECT(hfp_intercept_virtual_handles_live() == 0);
+  /* pins of destroyed handles (policy pin or auto) wait for proof that their graphs were
+     launched: the next execution captured on their stream carries it in a host node */
+  int hy;
+  CK(cufftCreate(&hy));
+  CK(cufftSetAutoAllocation(hy, 0));
+  long long ny = 64, iey = 64, oey = 33;
+  CK(cufftXtMakePlanMany(hy, 1, &ny, &iey, 1, 64, 0, &oey, 1, 33, 4, 2, &ws, 0));
+  CK(cufftSetStream(hy, s));
+  CK(cufftSetWorkArea(hy, area));
+  stub_begin_capture();
+  CK(cufftXtExec(hy, in, out, -1));
+  stub_end_capture();
+  stub_graph_launch();
+  stub_graph_reset();
+  CK(cufftXtExec(hy, in, out, -1)); /* outside a capture: releases what the proof handed on */
+  CK(cufftDestroy(hy));
   free(area);
   printf("ok cuda mode\n");
   return 0;
