@@ -59,7 +59,7 @@ pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
   run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
-  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','launch_proofs','pins_awaiting_launch')})" "$logs/$name.metrics.json")"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','launch_proofs','pins_awaiting_launch','clock_proofs','pins_reclaimed')})" "$logs/$name.metrics.json")"
 }
 
 finish() {
@@ -162,16 +162,22 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     ;;
   verify)
-    # After the fix: test_fft.py at each ceiling (auto twice at 12), and the cycle.
-    pre verify-c128 90 128 $t
-    pre verify-c26 90 26 $t
-    pre verify-c12-auto-1 90 12 $t
-    pre verify-c12-auto-2 90 12 $t
-    HIPFFT_POOL_CAPTURE=release-on-run pre verify-c12-release 90 12 $t
-    run mlx-cycle-native-cache128 60 $b
-    pre mlx-cycle-pool-cache128 60 128 $b
+    # test_fft.py natively and at each ceiling under the default policy (three times at 12,
+    # where idle pins must give way), `release-on-run` at 12, with pytest's capture off (-s)
+    # so that a message before an abort reaches the log; then the cycle.
+    run verify-native 90 $t
+    pre verify-c128 90 128 $t -s
+    pre verify-c26 90 26 $t -s
+    for i in 1 2 3; do pre "verify-c12-auto-$i" 90 12 $t -s; done
+    HIPFFT_POOL_CAPTURE=release-on-run pre verify-c12-release 90 12 $t -s
+    for i in 1 2; do
+      run "mlx-cycle-native-cache128-$i" 60 $b
+      pre "mlx-cycle-pool-cache128-$i" 60 128 $b
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run mlx-cycle-native-cache8 60 $b --cycles 60
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c12 60 12 $b
     ;;
   esac
   ;;

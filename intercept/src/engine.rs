@@ -198,6 +198,9 @@ struct Counts {
     pins_reclaimed: AtomicU64,
 }
 
+/// Destroyed pinning handles one launch proof waits for while the pool has room.
+const AWAITING_BATCH: usize = 8;
+
 /// The pins of a destroyed handle, waiting for a launch proof: the stream their last capture
 /// ran on, and its number on that stream's clock (when one clock can prove them).
 struct Awaiting {
@@ -789,12 +792,12 @@ impl Engine {
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
         if capturing {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
-            // After this transform in the capture: the proof that earlier graphs on the
-            // stream were launched, for the pins of destroyed handles.
-            self.attach_awaiting(stream);
             let mut s = v.settings.lock();
             let clock = self.clock_of(&mut s, stream, desc.device);
             let seq = clock.tick();
+            // After this transform in the capture: the proof that earlier graphs on the
+            // stream were launched, for the pins of destroyed handles.
+            self.attach_awaiting(stream, &clock);
             let pin = match self.policy {
                 CapturePolicy::Pin => true,
                 CapturePolicy::ReleaseOnRun => false,
@@ -863,10 +866,19 @@ impl Engine {
 
     /// Hands the pins of destroyed handles last used on `stream` to a host node in the
     /// capture now under way there; its run moves them to `deferred` (see `awaiting_launch`).
-    fn attach_awaiting(&self, stream: RawStream) {
+    ///
+    /// A proof is a host node, a GPU-to-CPU round trip: with room in the pool it waits until
+    /// [`AWAITING_BATCH`] destroyed handles share it (a framework whose small cache destroys a
+    /// handle per call would otherwise pay one per call).
+    fn attach_awaiting(&self, stream: RawStream, clock: &CaptureClock) {
         let mine: Vec<Vec<Lease>> = {
             let mut a = self.awaiting_launch.lock();
             if a.is_empty() {
+                return;
+            }
+            let waiting = a.iter().filter(|w| w.stream == stream).count();
+            let room = self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit && !clock.pressed();
+            if waiting == 0 || (waiting < AWAITING_BATCH && room) {
                 return;
             }
             let all = std::mem::take(&mut *a);
