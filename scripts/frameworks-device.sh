@@ -168,7 +168,7 @@ diag)
     run verify-native 90 $t
     pre verify-c128 90 128 $t -s
     pre verify-c26 90 26 $t -s
-    for i in 1 2 3; do pre "verify-c12-auto-$i" 90 12 $t -s; done
+    for i in 1 2 3 4; do pre "verify-c12-auto-$i" 90 12 $t -s; done
     HIPFFT_POOL_CAPTURE=release-on-run pre verify-c12-release 90 12 $t -s
     for i in 1 2; do
       run "mlx-cycle-native-cache128-$i" 60 $b

@@ -194,17 +194,21 @@ impl CaptureClock {
         self.pinned_upto.fetch_max(seq, Ordering::Relaxed);
     }
 
-    /// Whether a proof should follow capture `seq`: the ceiling is half full and a pin was
-    /// used after the last proof (a pin used while the pool has room waits for the first
-    /// capture after it fills). Marks the proof as attached when it says yes.
-    pub fn wants_proof(&self, seq: u64) -> bool {
-        if self.pinned_upto.load(Ordering::Relaxed) <= self.proof_upto.load(Ordering::Relaxed)
-            || self.ceiling.live() * 2 < self.ceiling.limit()
-        {
-            return false;
-        }
+    /// Whether a proof should follow a capture for the pins of live handles: the ceiling is
+    /// half full and a pin was used after the last proof (a pin used while the pool has room
+    /// waits for the first capture after it fills).
+    pub fn wants_proof(&self) -> bool {
+        self.pinned_upto.load(Ordering::Relaxed) > self.proof_upto() && self.ceiling.live() * 2 >= self.ceiling.limit()
+    }
+
+    /// The last capture a proof was attached after.
+    pub fn proof_upto(&self) -> u64 {
+        self.proof_upto.load(Ordering::Relaxed)
+    }
+
+    /// A proof was attached after capture `seq`.
+    pub fn proof_attached(&self, seq: u64) {
         self.proof_upto.fetch_max(seq, Ordering::Relaxed);
-        true
     }
 
     /// A proof's host node data: never freed once a host node refers to it (a graph may be

@@ -640,6 +640,7 @@ impl Engine {
     /// Releases the deferred leases of `only` (all streams for `None`) whose stream is not
     /// capturing now (each after the work enqueued on it so far).
     fn drain_deferred(&self, only: Option<RawStream>) {
+        self.collect_proven_awaiting();
         let ready: Vec<(Lease, RawStream)> = {
             let mut d = self.deferred.lock();
             if d.is_empty() {
@@ -797,7 +798,7 @@ impl Engine {
             let seq = clock.tick();
             // After this transform in the capture: the proof that earlier graphs on the
             // stream were launched, for the pins of destroyed handles.
-            self.attach_awaiting(stream, &clock);
+            self.attach_awaiting(stream, &clock, seq);
             let pin = match self.policy {
                 CapturePolicy::Pin => true,
                 CapturePolicy::ReleaseOnRun => false,
@@ -864,33 +865,52 @@ impl Engine {
         Ok(())
     }
 
-    /// Hands the pins of destroyed handles last used on `stream` to a host node in the
-    /// capture now under way there; its run moves them to `deferred` (see `awaiting_launch`).
+    /// After capture `seq` on `stream`: makes sure a launch proof will cover the pins of
+    /// destroyed handles last used there (a clock proof after this capture, unless one was
+    /// attached after their last use already); they go to `deferred` once it ran
+    /// ([`Engine::collect_proven_awaiting`]). Pins no clock can prove (used on two streams)
+    /// travel in a host node of their own ([`LaunchProof`]).
     ///
     /// A proof is a host node, a GPU-to-CPU round trip: with room in the pool it waits until
     /// [`AWAITING_BATCH`] destroyed handles share it (a framework whose small cache destroys a
     /// handle per call would otherwise pay one per call).
-    fn attach_awaiting(&self, stream: RawStream, clock: &CaptureClock) {
-        let mine: Vec<Vec<Lease>> = {
+    fn attach_awaiting(&self, stream: RawStream, clock: &Arc<CaptureClock>, seq: u64) {
+        let (unclocked, need_proof) = {
             let mut a = self.awaiting_launch.lock();
             if a.is_empty() {
                 return;
             }
-            let waiting = a.iter().filter(|w| w.stream == stream).count();
+            let ours = |w: &Awaiting| w.at.as_ref().is_some_and(|(_, c)| Arc::ptr_eq(c, clock));
+            let (mut waiting, mut need_proof, mut unclocked) = (0usize, false, false);
+            for w in a.iter().filter(|w| w.stream == stream) {
+                waiting += 1;
+                match &w.at {
+                    Some((last, _)) if ours(w) => need_proof |= clock.proof_upto() < *last,
+                    _ => unclocked = true,
+                }
+            }
             let room = self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit && !clock.pressed();
             if waiting == 0 || (waiting < AWAITING_BATCH && room) {
                 return;
             }
-            let all = std::mem::take(&mut *a);
-            let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|w| w.stream == stream);
-            *a = keep;
-            mine.into_iter().map(|w| w.pins).collect()
+            let unclocked: Vec<Vec<Lease>> = if unclocked {
+                let all = std::mem::take(&mut *a);
+                let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|w| w.stream == stream && !ours(w));
+                *a = keep;
+                mine.into_iter().map(|w| w.pins).collect()
+            } else {
+                Vec::new()
+            };
+            (unclocked, need_proof)
         };
-        if mine.is_empty() {
+        if need_proof {
+            self.attach_proof(clock, seq, stream);
+        }
+        if unclocked.is_empty() {
             return;
         }
-        let handles = mine.len();
-        let data = LaunchProof::leak(mine, stream);
+        let handles = unclocked.len();
+        let data = LaunchProof::leak(unclocked, stream);
         // SAFETY: `data` is never freed (see LaunchProof); `leases_launched` may run on any
         // thread and calls no GPU runtime.
         let call = unsafe { hipfft_pool::HostCall::new(leases_launched, data) };
@@ -903,6 +923,33 @@ impl Engine {
         } else {
             self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
         }
+    }
+
+    /// The pins of destroyed handles whose last capture a clock proof showed launched go to
+    /// `deferred` (each then released after an event on its stream).
+    fn collect_proven_awaiting(&self) {
+        let mut freed: Vec<(Lease, RawStream)> = Vec::new();
+        let mut handles = 0usize;
+        {
+            let mut a = self.awaiting_launch.lock();
+            if a.is_empty() {
+                return;
+            }
+            a.retain_mut(|w| match &w.at {
+                Some((last, clock)) if clock.launched() >= *last => {
+                    handles += 1;
+                    freed.extend(std::mem::take(&mut w.pins).into_iter().map(|l| (l, w.stream)));
+                    false
+                }
+                _ => true,
+            });
+        }
+        if handles == 0 {
+            return;
+        }
+        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
+        self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
+        self.deferred.lock().extend(freed);
     }
 
     /// The capture clock of the handle's stream (`s.stream` is `stream`).
@@ -920,12 +967,17 @@ impl Engine {
         c
     }
 
-    /// Under `auto`, when the clock wants one: a proof node that the capture numbered `seq`
-    /// on `stream` was launched (see `CaptureClock`).
+    /// Under `auto`, when the clock wants one for the pins of live handles: a proof after
+    /// capture `seq` on `stream`.
     fn prove_if_pressed(&self, clock: &Arc<CaptureClock>, seq: u64, stream: RawStream) {
-        if self.policy != CapturePolicy::Auto || !clock.wants_proof(seq) {
-            return;
+        if self.policy == CapturePolicy::Auto && clock.proof_upto() < seq && clock.wants_proof() {
+            self.attach_proof(clock, seq, stream);
         }
+    }
+
+    /// A proof node that the capture numbered `seq` on `stream` was launched (see
+    /// `CaptureClock`).
+    fn attach_proof(&self, clock: &Arc<CaptureClock>, seq: u64, stream: RawStream) {
         let data = clock.leak_proof(seq);
         // SAFETY: `data` is never freed once a host node refers to it; `captures_launched`
         // may run on any thread and calls no GPU runtime.
@@ -935,30 +987,21 @@ impl Engine {
             // SAFETY: no host node refers to `data`: the launch failed.
             unsafe { CaptureClock::reclaim_proof(data) };
         } else {
+            clock.proof_attached(seq);
             self.counts.clock_proofs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
-    /// Under `auto`, at a miss that found the ceiling full: the pins of handles (live or
-    /// destroyed) whose last captured execution is proven launched go to `deferred`, each
-    /// released after an event on its stream. A handle in use right now is skipped.
+    /// Under `auto`, at a miss that found the ceiling full: the pins of live handles whose
+    /// last captured execution is proven launched go to `deferred`, each released after an
+    /// event on its stream (destroyed handles' proven pins go there in `drain_deferred`). A
+    /// handle in use right now is skipped.
     fn reclaim_launched_pins(&self) {
         if self.policy != CapturePolicy::Auto || self.pinned_handles.load(Ordering::Relaxed) == 0 {
             return;
         }
         let mut freed: Vec<(Lease, RawStream)> = Vec::new();
         let mut handles = 0usize;
-        {
-            let mut a = self.awaiting_launch.lock();
-            a.retain_mut(|w| match &w.at {
-                Some((seq, clock)) if clock.launched() >= *seq => {
-                    handles += 1;
-                    freed.extend(std::mem::take(&mut w.pins).into_iter().map(|l| (l, w.stream)));
-                    false
-                }
-                _ => true,
-            });
-        }
         let live: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
         for v in live {
             let Some(mut s) = v.settings.try_lock() else { continue };
