@@ -1165,12 +1165,30 @@ pub fn write_manifest_out() {
     }
 }
 
-/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit).
+/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit); `%p` in the path
+/// becomes the process id, so that each process of a tree (pytest-xdist workers, a
+/// launcher's children) writes its own file.
 pub fn write_metrics_out() {
-    let Some(path) = std::env::var_os("HIPFFT_POOL_METRICS_OUT").filter(|p| !p.is_empty()) else { return };
+    let Some(raw) = std::env::var_os("HIPFFT_POOL_METRICS_OUT").filter(|p| !p.is_empty()) else { return };
+    let path = per_process_path(&raw.to_string_lossy());
     let Some(f) = flavor() else { return };
     let Ok(e) = engine(f) else { return };
     if let Err(err) = std::fs::write(&path, e.metrics_json() + "\n") {
-        warn(&format!("HIPFFT_POOL_METRICS_OUT={}: {err}", path.to_string_lossy()));
+        warn(&format!("HIPFFT_POOL_METRICS_OUT={path}: {err}"));
+    }
+}
+
+/// `raw` with each `%p` replaced by this process's id.
+fn per_process_path(raw: &str) -> String {
+    raw.replace("%p", &std::process::id().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn percent_p_in_the_metrics_path_becomes_the_process_id() {
+        let id = std::process::id();
+        assert_eq!(super::per_process_path("/tmp/m-%p.json"), format!("/tmp/m-{id}.json"));
+        assert_eq!(super::per_process_path("/tmp/m.json"), "/tmp/m.json");
     }
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# PyTorch's own test/test_spectral_ops.py and CuPy's own tests/cupy_tests/fft_tests/, run
+# unchanged natively and through libhipfft_pool_cufft.so, on the device machine.
+#
+# The upstream files are not part of this repository (they are the projects' own, under their
+# licences); place them in a folder that .git/info/exclude ignores, with this layout:
+#   DIR/torch/test_spectral_ops.py   pytorch/pytorch test/test_spectral_ops.py
+#   DIR/torch/expecttest.py          a stand-in for the expecttest package when it is missing
+#                                    (TestCase.assertExpectedInline, ACCEPT)
+#   DIR/cupy/conftest.py             cupy/cupy tests/conftest.py
+#   DIR/cupy/fft_tests/              cupy/cupy tests/cupy_tests/fft_tests/ (test_fft.py,
+#                                    test_cache.py, __init__.py)
+# and carry DIR plus the staged interposer (scripts/frameworks-device.sh stage LIBDIR):
+#   scripts/upstream-tests-device.sh DIR LIBDIR [CEILING...]
+# Logs, pytest's JUnit XML and the metrics of every process go to $OUT.
+set -uo pipefail
+dir=$(cd "${1:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)
+lib=$(cd "${2:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)/lib/libhipfft_pool_cufft.so
+shift 2
+ceilings=${*:-128 12}
+out=${OUT:-/tmp/upstream-out}
+mkdir -p "$out"
+export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+summary=$out/upstream-summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+note "== upstream $(date -u +%FT%TZ) commit $(cat "$(dirname "$lib")/../run/COMMIT" 2>/dev/null || echo unknown)"
+python3 -c "import torch, cupy, numpy; print('torch', torch.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)" 2>&1 | tee -a "$summary"
+
+# suite NAME SECONDS CEILING(or native) CMD...: in the suite's folder
+suite() {
+  local name=$1 secs=$2 ceiling=$3; shift 3
+  local t0=$SECONDS
+  if [ "$ceiling" = native ]; then
+    timeout "$secs" "$@" --junitxml="$out/$name.xml" >"$out/$name.log" 2>&1
+  else
+    timeout "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
+      HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$out/$name.%p.metrics.json" \
+      "$@" --junitxml="$out/$name.xml" >"$out/$name.log" 2>&1
+  fi
+  local rc=$?
+  note "$name: exit $rc in $((SECONDS - t0)) s: $(grep -E '(passed|failed|error)' "$out/$name.log" | tail -1)"
+  if [ "$ceiling" != native ]; then
+    python3 - "$out" "$name" <<'PY' | tee -a "$summary"
+import glob, json, sys
+out, name = sys.argv[1:3]
+ms = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/{name}.*.metrics.json"))]
+if not ms:
+    print("  metrics: none written (no process used cuFFT, or one died)")
+for m in ms:
+    print("  metrics:", {k: m.get(k) for k in ("peak_live", "ceiling", "creations", "destroys", "hits", "misses",
+          "virtual_handles_peak", "execs", "captured_execs", "capture_misses", "own_real_plans_peak", "failures")})
+PY
+  fi
+}
+
+cd "$dir/torch" || exit 1
+# The CUDA instantiation of TestFFT (TestFFTCUDA); the doc examples run on the CPU only.
+for c in native $ceilings; do
+  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -p no:cacheprovider -n 8 test_spectral_ops.py -k TestFFTCUDA
+done
+cd "$dir/cupy" || exit 1
+for c in native $ceilings; do
+  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -p no:cacheprovider -n 8 fft_tests
+done
