@@ -179,6 +179,19 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c12 60 12 $b
     ;;
+  c12)
+    # The ceiling-12 failures (docs/frameworks.md, runs 12 and 13): each policy three times,
+    # host-node releases held until an event after their graph (`after-graph`), and MLX
+    # committing each op's graph at once; then the failing tests under compute-sanitizer.
+    for i in 1 2 3; do
+      pre "c12-auto-$i" 90 12 $t -s
+      HIPFFT_POOL_CAPTURE=release-on-run pre "c12-release-$i" 90 12 $t -s
+      HIPFFT_POOL_CAPTURE_RELEASE=after-graph pre "c12-auto-after-graph-$i" 90 12 $t -s
+      HIPFFT_POOL_CAPTURE=release-on-run HIPFFT_POOL_CAPTURE_RELEASE=after-graph pre "c12-release-after-graph-$i" 90 12 $t -s
+    done
+    MLX_MAX_OPS_PER_BUFFER=1 pre c12-ops1 90 12 $t -s
+    pre c12-sanitizer 240 12 compute-sanitizer --tool memcheck --print-limit 20 $t -s -k "jvp or vmap or norm"
+    ;;
   esac
   ;;
 *)

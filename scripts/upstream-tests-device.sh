@@ -12,7 +12,8 @@
 #                                    test_cache.py, __init__.py)
 # and carry DIR plus the staged interposer (scripts/frameworks-device.sh stage LIBDIR):
 #   scripts/upstream-tests-device.sh DIR LIBDIR [CEILING...]
-# Logs, pytest's JUnit XML and the metrics of every process go to $OUT.
+# Logs (with -rfE: every failing test named), pytest's JUnit XML and the metrics of every
+# process go to $OUT. TORCH_SECONDS and CUPY_SECONDS bound each run (default 300).
 set -uo pipefail
 dir=$(cd "${1:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)
 lib=$(cd "${2:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)/lib/libhipfft_pool_cufft.so
@@ -56,9 +57,9 @@ PY
 cd "$dir/torch" || exit 1
 # The CUDA instantiation of TestFFT (TestFFTCUDA); the doc examples run on the CPU only.
 for c in native $ceilings; do
-  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -p no:cacheprovider -n 8 test_spectral_ops.py -k TestFFTCUDA
+  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n 8 test_spectral_ops.py -k TestFFTCUDA
 done
 cd "$dir/cupy" || exit 1
 for c in native $ceilings; do
-  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -p no:cacheprovider -n 8 fft_tests
+  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n 8 fft_tests
 done

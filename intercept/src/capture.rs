@@ -80,6 +80,41 @@ impl CapturePolicy {
     }
 }
 
+/// When a `release-on-run` host node's lease goes back (`HIPFFT_POOL_CAPTURE_RELEASE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunRelease {
+    /// `at-run` (default): when the node runs, right after the transform. The plan may then
+    /// be evicted and destroyed while the rest of its graph still runs.
+    AtRun,
+    /// `after-graph`: the node hands the lease to the deferred releases, released after an
+    /// event recorded on the stream from then on, so no plan is destroyed before the graph
+    /// that used it has finished. An event per lease; for finding whether a destroy during
+    /// a running graph hurts it (MLX at ceiling 12, docs/frameworks.md).
+    AfterGraph,
+}
+
+impl RunRelease {
+    /// `HIPFFT_POOL_CAPTURE_RELEASE`: `at-run` (default) or `after-graph`; another value keeps
+    /// the default with a warning.
+    pub fn from_env() -> (RunRelease, Option<String>) {
+        match std::env::var("HIPFFT_POOL_CAPTURE_RELEASE").ok().as_deref() {
+            None | Some("") | Some("at-run") => (RunRelease::AtRun, None),
+            Some("after-graph") => (RunRelease::AfterGraph, None),
+            Some(other) => (
+                RunRelease::AtRun,
+                Some(format!("HIPFFT_POOL_CAPTURE_RELEASE={other:?} ignored (expected at-run or after-graph); keeping at-run")),
+            ),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunRelease::AtRun => "at-run",
+            RunRelease::AfterGraph => "after-graph",
+        }
+    }
+}
+
 /// The host node: releases the lease on its first run. Never calls the GPU runtime (a lease
 /// release is an atomic decrement and at most a channel send).
 ///
@@ -126,6 +161,26 @@ impl LaunchProof {
         let b = unsafe { Box::from_raw(data.cast::<LaunchProof>()) };
         b.leases.lock().take()
     }
+}
+
+/// `after-graph`'s host node: hands the captured executions' leases to the engine's
+/// deferred releases. Calls no GPU runtime (a lock and a push).
+///
+/// # Safety
+/// `data` came from [`LaunchProof::leak`].
+pub unsafe extern "C" fn leases_ran(data: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: records are never freed once a host node refers to them.
+        let proof = unsafe { &*data.cast::<LaunchProof>() };
+        let Some(leases) = proof.leases.lock().take() else {
+            crate::engine::count_captured_rerun();
+            return;
+        };
+        match crate::engine::flavor().map(crate::engine::engine) {
+            Some(Ok(e)) => e.ran(leases, proof.stream),
+            _ => std::mem::forget(leases),
+        }
+    });
 }
 
 /// The launch proof's host node: hands the pins on to the engine's deferred releases. Never

@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CaptureClock, CapturePolicy, LaunchProof, captures_launched, leases_launched, release_captured};
+use crate::capture::{CaptureClock, CapturePolicy, LaunchProof, RunRelease, captures_launched, leases_launched, leases_ran, release_captured};
 use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
@@ -220,6 +220,7 @@ pub struct Engine {
     streams: Mutex<FxHashSet<(i32, usize)>>,
     arena: Arena,
     policy: CapturePolicy,
+    run_release: RunRelease,
     prepared: AtomicUsize,
     prepared_limit: usize,
     /// Handles holding pinned leases of captured executions, and how many may (`auto`).
@@ -273,6 +274,8 @@ impl Engine {
             }
         }
         let (policy, w) = CapturePolicy::from_env();
+        w.iter().for_each(|w| warn(w));
+        let (run_release, w) = RunRelease::from_env();
         w.iter().for_each(|w| warn(w));
         let (budget, w) = Arena::budget_from_env();
         w.iter().for_each(|w| warn(w));
@@ -344,6 +347,7 @@ impl Engine {
             streams: Mutex::new(FxHashSet::default()),
             arena: Arena::new(budget),
             policy,
+            run_release,
             prepared: AtomicUsize::new(0),
             prepared_limit: (ceiling / 2).max(1),
             pinned_handles: AtomicUsize::new(0),
@@ -830,6 +834,25 @@ impl Engine {
             }
             drop(s);
             self.prove_if_pressed(&clock, seq, stream);
+            if self.run_release == RunRelease::AfterGraph {
+                let data = LaunchProof::leak(vec![vec![lease]], stream);
+                // SAFETY: `data` is never freed once a host node refers to it; `leases_ran`
+                // may run on any thread and calls no GPU runtime.
+                let call = unsafe { hipfft_pool::HostCall::new(leases_ran, data) };
+                // SAFETY: the framework's capturing stream (it was passed to this execution).
+                if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
+                    // SAFETY: no host node refers to `data`: the launch failed.
+                    if let Some(lease) = unsafe { LaunchProof::reclaim(data) }.and_then(|mut l| l.pop()).and_then(|mut l| l.pop()) {
+                        let mut s = v.settings.lock();
+                        if s.pinned.is_empty() {
+                            self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+                        }
+                        s.pinned.push(lease);
+                        s.pin_streams_mixed = true;
+                    }
+                }
+                return Ok(());
+            }
             let data = CapturedRelease::leak(lease);
             // SAFETY: `data` is never freed (see CapturedRelease), release_captured may run on any
             // thread and calls no GPU runtime.
@@ -1034,6 +1057,14 @@ impl Engine {
         self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
     }
 
+    /// An `after-graph` host node ran (on the runtime's callback thread): its leases wait for
+    /// an event on their stream from now on. Calls no GPU runtime.
+    pub(crate) fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
+        let n = leases.iter().map(Vec::len).sum::<usize>() as u64;
+        self.deferred.lock().extend(leases.into_iter().flatten().map(|l| (l, stream)));
+        CAPTURED_RELEASED.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// The flush hook: every sticky lease goes back, released once its stream's work is done.
     /// A handle in use right now is skipped; its execution releases when it ends.
     pub fn release_sticky(&self) {
@@ -1106,6 +1137,7 @@ impl Engine {
             "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),
+            "capture_release": self.run_release.name(),
             "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
             "capture_pin_limit": self.pin_limit,
             "failures": FAILURES.load(Ordering::Relaxed),

@@ -195,14 +195,18 @@ pub fn mlx_idle_pins_give_way_to_a_buffer_that_needs_the_ceiling(program: &Path,
 /// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
 /// runs a destroyed plan). `lib` names the work folder.
 pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
-    for (policy, keys) in [("auto", 20u64), ("release-on-run", 20), ("pin", 5)] {
-        let dir = work_dir(&format!("{lib}_mlx_{policy}"));
+    // `after-graph`: host nodes hand their leases to the deferred releases instead.
+    for (policy, keys, release) in
+        [("auto", 20u64, "at-run"), ("release-on-run", 20, "at-run"), ("pin", 5, "at-run"), ("release-on-run", 20, "after-graph")]
+    {
+        let dir = work_dir(&format!("{lib}_mlx_{policy}_{release}"));
         let out = dir.join("m.json");
         let env = [
             ("HIPFFT_POOL_RUNTIME", "sim"),
             ("HIPFFT_POOL_LIVE_CEILING", "6"),
             ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
             ("HIPFFT_POOL_CAPTURE", policy),
+            ("HIPFFT_POOL_CAPTURE_RELEASE", release),
             ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
         ];
         let o = run(program, &["mlx", &keys.to_string()], &env, true);
@@ -212,10 +216,17 @@ pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
         assert!(get(&m, "sim_peak_live_handles") <= 6, "{policy}: {m}");
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
         assert_eq!(get(&m, "captured_execs"), 8 * keys, "{policy}: {m}");
+        assert_eq!(m["capture_release"], release, "{m}");
         if policy == "pin" {
             // Each handle ran every execution on the one plan it pinned.
             assert_eq!(get(&m, "creations"), keys, "{m}");
             assert_eq!(get(&m, "captured_released"), 0, "{m}");
+        }
+        if policy == "release-on-run" {
+            // Every captured execution's lease went back through its host node (the last
+            // buffer's, handed to the deferred releases, may still wait for an event).
+            assert!(get(&m, "captured_released") >= 8 * keys - 6, "{m}");
+            assert!(get(&m, "sim_created") > 6, "the ceiling made the pool destroy and remake plans: {m}");
         }
     }
 }
