@@ -54,9 +54,10 @@ impl CapturePolicy {
     ///
     /// Why `auto`: it runs a captured working set that fits under the pin limit with no host
     /// node (on the H200, `benches/c/capture_cycle.c` ran 16.6 us per transform natively and
-    /// through `auto`, 59 us through `release-on-run`). Its wrong values under MLX at a
-    /// ceiling of 12 (runs 8 and 9 in docs/frameworks.md) were pins of destroyed handles
-    /// released before their graphs launched; the launch proof fixed them.
+    /// through `auto`, 59 us through `release-on-run`). Part of its wrong values under MLX at
+    /// a ceiling of 12 (runs 8 and 9 in docs/frameworks.md) were pins of destroyed handles
+    /// released before their graphs launched, which the launch proof fixed; ceiling 12 still
+    /// fails at times under every policy (runs 12 and 13), cause open.
     pub fn from_env() -> (CapturePolicy, Option<String>) {
         match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
             None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
