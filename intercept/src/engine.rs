@@ -196,7 +196,12 @@ struct Counts {
     /// through them.
     clock_proofs: AtomicU64,
     pins_reclaimed: AtomicU64,
+    /// Plan calls answered from `work_sizes`, with no lease.
+    work_sizes_remembered: AtomicU64,
 }
+
+/// Descriptors whose work size is remembered (beyond, plan calls lease as before).
+const WORK_SIZES_KEPT: usize = 4096;
 
 /// Destroyed pinning handles one launch proof waits for while the pool has room.
 const AWAITING_BATCH: usize = 8;
@@ -243,6 +248,11 @@ pub struct Engine {
     /// them to `deferred`, released after an event recorded there (which covers every graph
     /// launched before it). Graphs captured on one stream must be launched in capture order.
     awaiting_launch: Mutex<Vec<Awaiting>>,
+    /// The real work size of each descriptor a plan was made for (a function of the
+    /// descriptor for a given library and device): a plan call for one seen before takes no
+    /// lease, so it needs no slot (at a full ceiling it would wait for one only to learn a
+    /// number, and a framework making a plan mid-buffer would wait for its own buffer).
+    work_sizes: Mutex<FxHashMap<PlanDesc, usize>>,
     /// Per stream a framework captured on: how far its captures are proven launched.
     clocks: Mutex<FxHashMap<usize, Arc<CaptureClock>>>,
     library: String,
@@ -357,6 +367,7 @@ impl Engine {
             deferred: Mutex::new(Vec::new()),
             awaiting_launch: Mutex::new(Vec::new()),
             clocks: Mutex::new(FxHashMap::default()),
+            work_sizes: Mutex::new(FxHashMap::default()),
             library,
             _server: server,
         })
@@ -535,9 +546,21 @@ impl Engine {
     }
 
     /// The real work size for `desc`: the plan is leased (made if needed) and released.
+    /// The real work size for `desc`: remembered from an earlier plan, or the plan is leased
+    /// (made if needed) and released.
     fn work_size_of(&self, desc: &PlanDesc) -> Result<usize, Fail> {
+        if let Some(&w) = self.work_sizes.lock().get(desc) {
+            self.counts.work_sizes_remembered.fetch_add(1, Ordering::Relaxed);
+            return Ok(w);
+        }
         let lease = self.pool.acquire(desc).map_err(|e| Fail::from_pool(&e))?;
-        Ok(lease.work_size())
+        let w = lease.work_size();
+        drop(lease);
+        let mut m = self.work_sizes.lock();
+        if m.len() < WORK_SIZES_KEPT {
+            m.insert(*desc, w);
+        }
+        Ok(w)
     }
 
     /// `cufftMakePlan*`: gives the handle its descriptor; returns the real work size.
@@ -764,6 +787,18 @@ impl Engine {
             None => self.pool.acquire(&desc).map_err(|e| Fail::from_pool(&e))?,
         };
         let area = match s.work_area {
+            // The area was sized by what the plan call reported: a real plan that needed more
+            // would write past it.
+            Some(_) if lease.work_size() > s.work_size => {
+                return Err(Fail::new(
+                    code::INTERNAL_ERROR,
+                    format!(
+                        "{call} on handle {h:#x}: the real plan for {desc} needs {} bytes of work area, more than the {} its plan call reported",
+                        lease.work_size(),
+                        s.work_size
+                    ),
+                ));
+            }
             Some(p) => Area::User(p),
             None if lease.work_size() == 0 => Area::None,
             None if s.auto_allocation && capturing => {
@@ -1154,6 +1189,7 @@ impl Engine {
         j["launch_proofs"] = self.counts.launch_proofs.load(Ordering::Relaxed).into();
         j["clock_proofs"] = self.counts.clock_proofs.load(Ordering::Relaxed).into();
         j["pins_reclaimed"] = self.counts.pins_reclaimed.load(Ordering::Relaxed).into();
+        j["work_sizes_remembered"] = self.counts.work_sizes_remembered.load(Ordering::Relaxed).into();
         if let Some(sim) = &self.sim {
             j["sim_live_handles"] = sim.live_handles().into();
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();

@@ -116,6 +116,12 @@ macro_rules! export_common {
             $crate::sim_peak_live_handles()
         }
 
+        /// long hfp_intercept_sim_created(void): plans the simulated runtime ever made; -1 off the sim.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_created() -> ::std::ffi::c_long {
+            $crate::sim_count(|s| s.created_total() as usize)
+        }
+
         /// long hfp_intercept_virtual_handles_live(void): virtual handles alive; -1 before any call.
         #[unsafe(no_mangle)]
         pub extern "C" fn hfp_intercept_virtual_handles_live() -> ::std::ffi::c_long {

@@ -120,6 +120,14 @@ fn the_work_size_at_plan_time_is_the_real_one() {
     assert!(stdout(&o).contains("ok work size 4800"), "{}", show(&o));
 }
 
+/// A plan call for a descriptor seen before takes no slot of the ceiling: under a ceiling of
+/// 1 held by another plan it makes no plan (the sim's count), and the execution makes it.
+#[test]
+fn a_plan_call_for_a_descriptor_seen_before_needs_no_slot() {
+    let o = run(program(), &["memo"], &sim(&[("HIPFFT_POOL_LIVE_CEILING", "1")]), true);
+    assert!(stdout(&o).contains("ok a remembered work size of 4800 made no plan at a full ceiling"), "{}", show(&o));
+}
+
 #[test]
 fn only_hipfft_names_and_hfp_intercept_are_exported() {
     let lib = library_dir(LIB, "hipfft-pool-hipfft").join(format!("lib{LIB}.so"));

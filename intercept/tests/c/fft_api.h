@@ -73,6 +73,7 @@ int hfp_intercept_synchronize(void);
 const char *hfp_intercept_last_error(void);
 long hfp_intercept_sim_live_handles(void);
 long hfp_intercept_sim_peak_live_handles(void);
+long hfp_intercept_sim_created(void);
 long hfp_intercept_virtual_handles_live(void);
 int hfp_intercept_stream_create(void **stream);
 int hfp_intercept_write_metrics(const char *path);

@@ -8,6 +8,7 @@
  *   fft_sim threads T    T threads, each with its own stream and handles
  *   fft_sim errors       bad arguments give the library's codes and a message
  *   fft_sim worksizes    the work size reported at plan time is the real one, and is used
+ *   fft_sim memo         a plan call for a descriptor seen before makes no plan (ceiling 1)
  *   fft_sim capture N    executions captured into graphs (the sim's capture model), N handles
  *   fft_sim mlx SHAPES [CACHE]  MLX 0.32.2's CUDA FFT pattern (fft.cu, device.cpp): a plan
  *                        cache of CACHE virtual handles (an evicted one destroyed at once), each step set-stream, set-work-area, then one exec
@@ -423,6 +424,41 @@ static int worksizes(void) {
   return failures;
 }
 
+/* A plan call for a descriptor seen before needs no slot: run under a ceiling of 1, where
+ * the one slot is held by another descriptor's plan, it makes nothing (the sim's own count)
+ * and reports the size the first call did; the handle's execution then makes the plan and
+ * runs right in an area of that size. */
+static int memo(void) {
+  handle_t a, b, c;
+  size_t wa = 0, wb = 0, wc = 0;
+  OK(FFT(Create)(&a));
+  OK(FFT(SetAutoAllocation)(a, 0));
+  OK(FFT(MakePlan1d)(a, 100, T_Z2Z, 3, &wa));
+  OK(FFT(Create)(&b));
+  OK(FFT(SetAutoAllocation)(b, 0));
+  OK(FFT(MakePlan1d)(b, 64, T_Z2Z, 2, &wb));
+  long before = hfp_intercept_sim_created();
+  OK(FFT(Create)(&c));
+  OK(FFT(SetAutoAllocation)(c, 0));
+  OK(FFT(MakePlan1d)(c, 100, T_Z2Z, 3, &wc));
+  long after = hfp_intercept_sim_created();
+  CHECK(before == 2, "two descriptors made two plans (%ld)", before);
+  CHECK(wc == wa && wa == 100 * 3 * 2 * 8, "work sizes %zu and %zu", wa, wc);
+  CHECK(after == before, "the plan call for a descriptor seen before made a plan (%ld -> %ld)", before, after);
+  void *area = malloc(wc);
+  OK(FFT(SetWorkArea)(c, area));
+  int dims[1] = {100};
+  check_transform(c, T_Z2Z, dims, 1, 3, DIR_FORWARD, 0, "Z2Z n=100 batch=3 on a remembered work size");
+  CHECK(hfp_intercept_sim_created() == after + 1, "the execution made the plan (%ld)", hfp_intercept_sim_created());
+  CHECK(hfp_intercept_sim_peak_live_handles() <= 1, "sim peak %ld over the ceiling of 1", hfp_intercept_sim_peak_live_handles());
+  OK(FFT(Destroy)(a));
+  OK(FFT(Destroy)(b));
+  OK(FFT(Destroy)(c));
+  free(area);
+  if (failures == 0) printf("ok a remembered work size of %zu made no plan at a full ceiling\n", wc);
+  return failures;
+}
+
 /* One C2C n-point transform of `batch` rows through `plan` on `stream`, captured into a graph
  * that is launched twice; the output is checked after each launch. */
 static void captured(handle_t plan, void *stream, int n, int batch, const char *what) {
@@ -658,6 +694,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(cmd, "threads")) f = threads(argc > 2 ? atoi(argv[2]) : 8);
   else if (!strcmp(cmd, "errors")) f = errors();
   else if (!strcmp(cmd, "worksizes")) f = worksizes();
+  else if (!strcmp(cmd, "memo")) f = memo();
   else if (!strcmp(cmd, "capture")) f = capture(argc > 2 ? atoi(argv[2]) : 16);
   else if (!strcmp(cmd, "mlx")) f = mlx(argc > 2 ? atoi(argv[2]) : 20, argc > 3 ? atoi(argv[3]) : MLX_MAX_SHAPES);
   else { printf("FAIL unknown subcommand %s\n", cmd); return 2; }
