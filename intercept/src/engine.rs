@@ -878,12 +878,7 @@ impl Engine {
                 if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
                     // SAFETY: no host node refers to `data`: the launch failed.
                     if let Some(lease) = unsafe { LaunchProof::reclaim(data) }.and_then(|mut l| l.pop()).and_then(|mut l| l.pop()) {
-                        let mut s = v.settings.lock();
-                        if s.pinned.is_empty() {
-                            self.pinned_handles.fetch_add(1, Ordering::Relaxed);
-                        }
-                        s.pinned.push(lease);
-                        s.pin_streams_mixed = true;
+                        self.pin_without_node(&v, lease);
                     }
                 }
                 return Ok(());
@@ -897,13 +892,7 @@ impl Engine {
                 // No host node: pin the lease instead, so it is never released under the graph.
                 // SAFETY: no host node refers to `data`: the launch failed.
                 if let Some(lease) = unsafe { CapturedRelease::reclaim(data) } {
-                    let mut s = v.settings.lock();
-                    if s.pinned.is_empty() {
-                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
-                    }
-                    s.pinned.push(lease);
-                    // Never taken back: no proof covers a graph whose host node failed.
-                    s.pin_streams_mixed = true;
+                    self.pin_without_node(&v, lease);
                 }
             }
             return Ok(());
@@ -1008,6 +997,18 @@ impl Engine {
         self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
         self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
         self.deferred.lock().extend(freed);
+    }
+
+    /// A captured execution's host node could not be added: its lease is pinned to the handle
+    /// instead, so it is never released under the graph, and never taken back (no proof
+    /// covers a graph whose host node failed).
+    fn pin_without_node(&self, v: &VirtualPlan, lease: Lease) {
+        let mut s = v.settings.lock();
+        if s.pinned.is_empty() {
+            self.pinned_handles.fetch_add(1, Ordering::Relaxed);
+        }
+        s.pinned.push(lease);
+        s.pin_streams_mixed = true;
     }
 
     /// The capture clock of the handle's stream (`s.stream` is `stream`).
