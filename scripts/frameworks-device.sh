@@ -179,6 +179,28 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c12 60 12 $b
     ;;
+  cause)
+    # Whether the ceiling-12 failures are MLX's own: MLX destroying plans natively (cache 8,
+    # thrash check off) in the cycle and in test_fft.py, with MLX's graph-exec cache on, off
+    # (MLX_CUDA_GRAPH_CACHE_SIZE=0: every graph instantiated afresh) and without graphs; then
+    # the pool at ceiling 12 the same ways.
+    for i in 1 2 3; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run "cause-native-cycle-cache8-$i" 60 $b --cycles 60
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_CUDA_GRAPH_CACHE_SIZE=0 run "cause-native-cycle-cache8-nographcache-$i" 60 $b --cycles 60
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 run cause-native-cycle-cache8-nographs 60 $b --cycles 60
+    for i in 1 2; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run "cause-native-test-cache8-$i" 120 $t -s
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_CUDA_GRAPH_CACHE_SIZE=0 run cause-native-test-cache8-nographcache 120 $t -s
+    for i in 1 2 3; do
+      pre "cause-c12-auto-$i" 90 12 $t -s
+      MLX_CUDA_GRAPH_CACHE_SIZE=0 pre "cause-c12-nographcache-$i" 90 12 $t -s
+    done
+    HIPFFT_POOL_CAPTURE_RELEASE=after-graph pre cause-c12-after-graph 90 12 $t -s
+    MLX_USE_CUDA_GRAPHS=0 pre cause-c12-nographs 90 12 $t -s
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run cause-native-cycle-cache8-sanitizer 120 compute-sanitizer --tool memcheck --print-limit 10 $b --cycles 20 --warmup 2
+    ;;
   c12)
     # The ceiling-12 failures (docs/frameworks.md, runs 12 and 13): each policy three times,
     # host-node releases held until an event after their graph (`after-graph`), and MLX

@@ -13,7 +13,9 @@
 # and carry DIR plus the staged interposer (scripts/frameworks-device.sh stage LIBDIR):
 #   scripts/upstream-tests-device.sh DIR LIBDIR [CEILING...]
 # Logs (with -rfE: every failing test named), pytest's JUnit XML and the metrics of every
-# process go to $OUT. TORCH_SECONDS and CUPY_SECONDS bound each run (default 300).
+# process go to $OUT. TORCH_SECONDS and CUPY_SECONDS bound each run (default 300); JOBS is
+# pytest-xdist's worker count (default 8); PARALLEL=1 runs the native and interposed suites of
+# one framework at once (the GPU has room for both) to halve the wall time.
 set -uo pipefail
 dir=$(cd "${1:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)
 lib=$(cd "${2:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)/lib/libhipfft_pool_cufft.so
@@ -57,9 +59,32 @@ PY
 cd "$dir/torch" || exit 1
 # The CUDA instantiation of TestFFT (TestFFTCUDA); the doc examples run on the CPU only.
 for c in native $ceilings; do
-  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n 8 test_spectral_ops.py -k TestFFTCUDA
+  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" test_spectral_ops.py -k TestFFTCUDA &
+  [ "${PARALLEL:-0}" = 1 ] || wait
 done
+wait
 cd "$dir/cupy" || exit 1
 for c in native $ceilings; do
-  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n 8 fft_tests
+  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" fft_tests &
+  [ "${PARALLEL:-0}" = 1 ] || wait
+done
+wait
+# The failures one way and not the other, by test id.
+for fw in torch cupy; do
+  for c in $ceilings; do
+    python3 - "$out/$fw-native.log" "$out/$fw-$c.log" "$fw-$c" <<'PY' | tee -a "$summary"
+import re, sys
+def failed(path):
+    try:
+        text = open(path, errors="replace").read()
+    except OSError:
+        return set()
+    return set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M))
+native, pooled = failed(sys.argv[1]), failed(sys.argv[2])
+print(f"  {sys.argv[3]}: {len(native)} failing natively, {len(pooled)} interposed; "
+      f"{len(pooled - native)} only interposed, {len(native - pooled)} only native")
+for t in sorted(pooled - native)[:60]:
+    print("    only interposed:", t)
+PY
+  done
 done
