@@ -53,11 +53,12 @@ run() {
   tar czf "$out/$phase-logs.tgz" -C "$logs" .
 }
 
-# pre NAME SECONDS CEILING CMD...: through the interposer, the pool's capacity = ceiling,
+# pre NAME SECONDS CEILING CMD...: through the interposer, the pool's capacity = ceiling
+# (or $CAPACITY),
 # its metrics JSON in $logs/NAME.metrics.json
 pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
-  run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="$ceiling" \
+  run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="${CAPACITY:-$ceiling}" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
   [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','launch_proofs','pins_awaiting_launch','clock_proofs','pins_reclaimed')})" "$logs/$name.metrics.json")"
 }
@@ -178,6 +179,18 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8 60 128 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c12 60 12 $b
+    ;;
+  bisect)
+    # Ceiling 12 taken apart: the same evictions and destroys with the ceiling out of the way
+    # (capacity 12, ceiling 128: no waits, no pressure, no proofs), plans destroyed by the
+    # pool under MLX's cache 8, each op's graph launched at once, and every execution pinned.
+    for i in 1 2 3; do CAPACITY=12 pre "bisect-cap12-ceil128-$i" 90 128 $t -s; done
+    for i in 1 2; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 CAPACITY=8 pre "bisect-cycle-cache8-cap8-ceil128-$i" 60 128 $b
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 CAPACITY=8 pre bisect-test-cache8-cap8-ceil128 90 128 $t -s
+    for i in 1 2; do MLX_MAX_OPS_PER_BUFFER=1 pre "bisect-c12-ops1-$i" 90 12 $t -s; done
+    for i in 1 2; do HIPFFT_POOL_CAPTURE=pin HIPFFT_POOL_CAPTURE_PIN_LIMIT=1000 pre "bisect-c12-pin-$i" 90 12 $t -s; done
     ;;
   cause)
     # Whether the ceiling-12 failures are MLX's own: MLX destroying plans natively (cache 8,
