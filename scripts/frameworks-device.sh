@@ -180,6 +180,16 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c26 60 26 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre mlx-cycle-pool-cache8-c12 60 12 $b
     ;;
+  eager)
+    # Whether the destroyed plans' kernels are the fault: CUDA's lazy module loading (the
+    # default) against CUDA_MODULE_LOADING=EAGER, natively at MLX's cache 8 and through the
+    # pool at capacity 12 (ceiling 128), where both crash with lazy loading (runs 15, 17).
+    for i in 1 2; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 CUDA_MODULE_LOADING=EAGER run "eager-native-cycle-cache8-$i" 60 $b --cycles 60
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run eager-native-cycle-cache8-lazy 60 $b --cycles 60
+    for i in 1 2; do CUDA_MODULE_LOADING=EAGER CAPACITY=12 pre "eager-cap12-ceil128-$i" 90 128 $t -s; done
+    ;;
   bisect)
     # Ceiling 12 taken apart: the same evictions and destroys with the ceiling out of the way
     # (capacity 12, ceiling 128: no waits, no pressure, no proofs), plans destroyed by the

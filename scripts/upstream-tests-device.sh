@@ -15,7 +15,9 @@
 # Logs (with -rfE: every failing test named), pytest's JUnit XML and the metrics of every
 # process go to $OUT. TORCH_SECONDS and CUPY_SECONDS bound each run (default 300); JOBS is
 # pytest-xdist's worker count (default 8); PARALLEL=1 runs the native and interposed suites of
-# one framework at once (the GPU has room for both) to halve the wall time.
+# one framework at once (the GPU has room for both) to halve the wall time; ONLY=torch|cupy
+# runs one framework; VERBOSE=1 names each test as it ends (a run cut at its limit still says
+# which tests failed and which never ended).
 set -uo pipefail
 dir=$(cd "${1:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)
 lib=$(cd "${2:?usage: upstream-tests-device.sh DIR LIBDIR [CEILING...]}" && pwd)/lib/libhipfft_pool_cufft.so
@@ -56,19 +58,24 @@ PY
   fi
 }
 
+v=""; [ "${VERBOSE:-0}" = 1 ] && v=-v
+if [ "${ONLY:-torch}" = torch ]; then
 cd "$dir/torch" || exit 1
 # The CUDA instantiation of TestFFT (TestFFTCUDA); the doc examples run on the CPU only.
 for c in native $ceilings; do
-  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" test_spectral_ops.py -k TestFFTCUDA &
+  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" test_spectral_ops.py -k TestFFTCUDA $v &
   [ "${PARALLEL:-0}" = 1 ] || wait
 done
 wait
+fi
+if [ "${ONLY:-cupy}" = cupy ]; then
 cd "$dir/cupy" || exit 1
 for c in native $ceilings; do
-  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" fft_tests &
+  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" fft_tests $v &
   [ "${PARALLEL:-0}" = 1 ] || wait
 done
 wait
+fi
 # The failures one way and not the other, by test id.
 for fw in torch cupy; do
   for c in $ceilings; do
@@ -79,7 +86,7 @@ def failed(path):
         text = open(path, errors="replace").read()
     except OSError:
         return set()
-    return set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M))
+    return set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)) | set(re.findall(r"\] (?:FAILED|ERROR) (\S+)", text))
 native, pooled = failed(sys.argv[1]), failed(sys.argv[2])
 print(f"  {sys.argv[3]}: {len(native)} failing natively, {len(pooled)} interposed; "
       f"{len(pooled - native)} only interposed, {len(native - pooled)} only native")
