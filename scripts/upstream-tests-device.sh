@@ -58,12 +58,13 @@ PY
   fi
 }
 
-v=""; [ "${VERBOSE:-0}" = 1 ] && v=-v
+# pytest -q prints a dot per test; -v a line with the test id (-q -v would cancel out).
+v=-q; [ "${VERBOSE:-0}" = 1 ] && v=-v
 if [ "${ONLY:-torch}" = torch ]; then
 cd "$dir/torch" || exit 1
 # The CUDA instantiation of TestFFT (TestFFTCUDA); the doc examples run on the CPU only.
 for c in native $ceilings; do
-  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" test_spectral_ops.py -k TestFFTCUDA $v &
+  PYTHONPATH="$dir/torch" suite "torch-$c" "${TORCH_SECONDS:-300}" "$c" python3 -m pytest -rfE -p no:cacheprovider -n "${JOBS:-8}" test_spectral_ops.py -k TestFFTCUDA $v &
   [ "${PARALLEL:-0}" = 1 ] || wait
 done
 wait
@@ -71,7 +72,7 @@ fi
 if [ "${ONLY:-cupy}" = cupy ]; then
 cd "$dir/cupy" || exit 1
 for c in native $ceilings; do
-  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -q -rfE -p no:cacheprovider -n "${JOBS:-8}" fft_tests $v &
+  suite "cupy-$c" "${CUPY_SECONDS:-300}" "$c" python3 -m pytest -rfE -p no:cacheprovider -n "${JOBS:-8}" fft_tests $v &
   [ "${PARALLEL:-0}" = 1 ] || wait
 done
 wait
