@@ -6,7 +6,10 @@
 //!
 //! - `floor`: raw cuFFT through `CudaRuntime`, every plan made beforehand, no cache at all;
 //! - `pool 128`: the pool at capacity 128 (acquire + exec + `release_after` per call);
+//! - `pool 128 batch`: the same with `release_in_batch`, the batch ended at each cycle's end
+//!   (one event per 26 calls, as a host ending a batch at its commit);
 //! - `pool 128 release`: the same releasing at once (what `release_after` costs: an event);
+//! - `floor again`: the floor measured once more after the pool rows (the machine's drift);
 //! - `pool 8`: capacity (and live ceiling) 8, as MLX's ROCm port: every call misses;
 //! - `hip floor`, `hip pool 128`, `hip pool 8`: the same through `HipRuntime` over hip-shim
 //!   built with `--features cuda` (paths from `HIPFFT_POOL_HIPFFT_LIB` and
@@ -67,6 +70,13 @@ struct Args {
     /// order effect from the pool's own cost).
     #[arg(long)]
     pool_first: bool,
+    /// Milliseconds of copies queued on a second stream before each miss of the busy-GPU
+    /// part (comma-separated; 0 = an idle GPU).
+    #[arg(long, default_value = "0,5,20", value_delimiter = ',')]
+    busy_ms: Vec<f64>,
+    /// Rounds of the 26 shapes per variant in the busy-GPU part.
+    #[arg(long, default_value_t = 3)]
+    busy_rounds: usize,
 }
 
 /// One runtime with the buffers and stream every variant on it shares.
@@ -109,6 +119,27 @@ struct Row {
     capacity: Option<usize>,
     stats: Stats,
     extra: Value,
+}
+
+/// How a pool variant releases each call's lease.
+#[derive(Clone, Copy)]
+enum Release {
+    /// `release_after(stream)`: one event per call.
+    After,
+    /// `release_in_batch(stream)`, the batch ended once per cycle: one event per 26 calls.
+    Batch,
+    /// `release()`: at once (safe only where nothing is evicted under pending work).
+    AtOnce,
+}
+
+impl Release {
+    fn name(self) -> &'static str {
+        match self {
+            Release::After => "release_after",
+            Release::Batch => "release_in_batch",
+            Release::AtOnce => "release at once",
+        }
+    }
 }
 
 fn direction(desc: &PlanDesc) -> Direction {
@@ -206,7 +237,7 @@ impl Bench {
         })
     }
 
-    fn pool(&self, capacity: usize, warmup: usize, cycles: usize, release_after: bool) -> Result<Row> {
+    fn pool(&self, capacity: usize, warmup: usize, cycles: usize, release: Release) -> Result<Row> {
         let config = PoolConfig::builder()
             .capacity(capacity)
             .private_ceiling(capacity)
@@ -218,24 +249,35 @@ impl Bench {
             let lease = pool.acquire(d)?;
             // SAFETY: see the note at the top of this file.
             unsafe { lease.exec(self.stream, self.input, self.output, *dir, self.work_for(lease.work_size())?) }?;
-            if release_after {
+            match release {
                 // SAFETY: see the note at the top of this file.
-                unsafe { lease.release_after(self.stream) }.map_err(|e| {
+                Release::After => unsafe { lease.release_after(self.stream) }.map_err(|e| {
                     // SAFETY: see the note at the top of this file.
                     let _ = unsafe { self.rt.stream_synchronize(self.stream) };
                     e.error
-                })
-            } else {
-                // Safe here: at capacity 128 nothing is evicted while the stream runs.
-                lease.release();
-                Ok(())
+                }),
+                Release::Batch => {
+                    // SAFETY: see the note at the top of this file; the stream outlives the pool.
+                    unsafe { lease.release_in_batch(self.stream) }?;
+                    // The cycle's last call ends the batch, as a host's commit would.
+                    if i + 1 == self.shapes.len() {
+                        // SAFETY: as above.
+                        unsafe { pool.end_batch(self.stream) }?;
+                    }
+                    Ok(())
+                }
+                Release::AtOnce => {
+                    // Safe here: at capacity 128 nothing is evicted while the stream runs.
+                    lease.release();
+                    Ok(())
+                }
             }
         });
         // SAFETY: see the note at the top of this file.
         unsafe { self.rt.stream_synchronize(self.stream) }?;
         let m = pool.metrics();
         let report = pool.shutdown();
-        let release = if release_after { "release_after" } else { "release at once" };
+        let release = release.name();
         Ok(Row {
             variant: format!("pool, capacity {capacity}, {release}"),
             runtime: self.name,
@@ -247,6 +289,147 @@ impl Bench {
                 "shutdown_destroyed": report.destroyed,
             }),
         })
+    }
+
+    /// The submitting thread's time for one plan creation while `queued_ms` of copies run on
+    /// a second stream, five ways, interleaved per shape and round:
+    /// - `raw create`: `plan_create` alone (what creation itself waits for on a busy GPU);
+    /// - `raw inline evict`: destroy the previous plan, then create (MLX's and mlxcel's
+    ///   caches on eviction): the destroy's `cudaFree` waits for the queue too;
+    /// - `pool miss, no eviction`: a pool with room;
+    /// - `pool miss, evicts over capacity`: capacity 1, ceiling 4: the evicted plan's destroy
+    ///   runs on the destroyer thread;
+    /// - `pool miss, evicts at the ceiling`: capacity = ceiling = 1: the miss needs the
+    ///   evicted plan's slot, so it waits for that destroy.
+    fn busy(&self, queued_ms: &[f64], rounds: usize) -> Result<Value> {
+        const VARIANTS: [&str; 5] = [
+            "raw create",
+            "raw inline evict (destroy + create)",
+            "pool miss, no eviction",
+            "pool miss, evicts over capacity",
+            "pool miss, evicts at the ceiling",
+        ];
+        let rt = &*self.rt;
+        // Copies of a large buffer on a stream of their own keep the GPU busy for a known time.
+        const COPY_BYTES: usize = 256 << 20;
+        let (src, dst) = (rt.malloc(COPY_BYTES)?, rt.malloc(COPY_BYTES)?);
+        let busy = rt.stream_create()?;
+        let copy = |k: usize| -> Result<()> {
+            for _ in 0..k {
+                // SAFETY: see the note at the top of this file.
+                unsafe { rt.memcpy_dtod_async(dst, src, COPY_BYTES, busy) }?;
+            }
+            Ok(())
+        };
+        let sync_busy = || -> Result<()> {
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.stream_synchronize(busy) }
+        };
+        // Calibrate: the mean time of one copy over 20.
+        copy(2)?;
+        sync_busy()?;
+        let t = Instant::now();
+        copy(20)?;
+        sync_busy()?;
+        let copy_ms = (t.elapsed().as_secs_f64() * 1e3 / 20.0).max(1e-6);
+        let pool_of = |capacity: usize, ceiling: usize| -> Result<PlanPool> {
+            let config = PoolConfig::builder().capacity(capacity).private_ceiling(ceiling).acquire_timeout(Duration::from_secs(60)).build()?;
+            PlanPool::new(config, self.rt.clone())
+        };
+        let settled = |pool: &PlanPool| {
+            let until = Instant::now() + Duration::from_secs(30);
+            loop {
+                let m = pool.metrics();
+                if m.destroys + m.cached as u64 >= m.creations || Instant::now() >= until {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        };
+        let mut out = Vec::new();
+        for &q in queued_ms {
+            let copies = if q <= 0.0 { 0 } else { (q / copy_ms).ceil() as usize };
+            let roomy = pool_of(64, 64)?;
+            let over = pool_of(1, 4)?;
+            let at = pool_of(1, 1)?;
+            let mut prev_raw: Option<RawPlan> = None;
+            let mut times: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len()];
+            for round in 0..rounds + 1 {
+                for (_, d, _) in &self.shapes {
+                    for (v, slot) in times.iter_mut().enumerate() {
+                        sync_busy()?;
+                        copy(copies)?;
+                        let t = Instant::now();
+                        let mut made_raw = None;
+                        match v {
+                            0 => made_raw = Some(rt.plan_create(d, PlanOptions::default())?.plan),
+                            1 => {
+                                if let Some(p) = prev_raw.take() {
+                                    // SAFETY: see the note at the top of this file.
+                                    unsafe { rt.plan_destroy(p) }?;
+                                }
+                                prev_raw = Some(rt.plan_create(d, PlanOptions::default())?.plan);
+                            }
+                            2 => drop(roomy.acquire(d)?),
+                            3 => drop(over.acquire(d)?),
+                            _ => drop(at.acquire(d)?),
+                        }
+                        let dt = t.elapsed().as_secs_f64() * 1e3;
+                        sync_busy()?;
+                        if let Some(p) = made_raw {
+                            // SAFETY: see the note at the top of this file.
+                            unsafe { rt.plan_destroy(p) }?;
+                        }
+                        if v == 2 {
+                            // Room again for the next miss (destroyed while the GPU is idle).
+                            roomy.trim();
+                        }
+                        // Every plan that left a cache destroyed before the next timing.
+                        for pool in [&roomy, &over, &at] {
+                            settled(pool);
+                        }
+                        // The first round fills caches and loads modules: not kept.
+                        if round > 0 {
+                            slot.push(dt);
+                        }
+                    }
+                }
+            }
+            if let Some(p) = prev_raw.take() {
+                // SAFETY: see the note at the top of this file.
+                unsafe { rt.plan_destroy(p) }?;
+            }
+            let evictions = [over.metrics().evictions, at.metrics().evictions];
+            let roomy_evictions = roomy.metrics().evictions;
+            for pool in [roomy, over, at] {
+                pool.shutdown();
+            }
+            let stats: Vec<Stats> = times.into_iter().map(Stats::of).collect();
+            let rows: Vec<Value> = VARIANTS
+                .iter()
+                .zip(&stats)
+                .map(|(name, s)| json!({"variant": name, "median_ms": s.median, "p10_ms": s.p10, "p90_ms": s.p90, "samples": s.n}))
+                .collect();
+            out.push(json!({
+                "queued_ms": q,
+                "copies": copies,
+                "copy_ms": copy_ms,
+                "variants": rows,
+                "pool_over_capacity_vs_no_eviction": stats[3].median / stats[2].median,
+                "pool_at_ceiling_vs_no_eviction": stats[4].median / stats[2].median,
+                "raw_inline_evict_vs_raw_create": stats[1].median / stats[0].median,
+                "evictions_over_capacity_and_at_ceiling": evictions,
+                "evictions_no_eviction_pool": roomy_evictions,
+            }));
+        }
+        // SAFETY: see the note at the top of this file.
+        unsafe {
+            rt.stream_synchronize(busy)?;
+            rt.stream_destroy(busy)?;
+            rt.free(src)?;
+            rt.free(dst)?;
+        }
+        Ok(json!({"runtime": self.name, "rounds": rounds, "per_queue": out}))
     }
 
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
@@ -261,9 +444,63 @@ impl Bench {
         let mut raw_create = vec![Vec::new(); n];
         let mut pooled = vec![Vec::new(); n];
         let mut prev: Option<RawPlan> = None;
+        // The pool's thread structure without the pool: the destroy on one thread (as the
+        // destroyer), the create on another (as a creation worker), the caller waiting on
+        // each hand-off in turn. It tells the cost of running cuFFT's calls on other threads
+        // from the pool's own logic.
+        let mut threaded = vec![Vec::new(); n];
+        let mut threaded_in_calls = vec![Vec::new(); n];
+        let (destroy_tx, destroy_rx) = std::sync::mpsc::channel::<RawPlan>();
+        let (destroyed_tx, destroyed_rx) = std::sync::mpsc::channel::<Result<f64>>();
+        let (create_tx, create_rx) = std::sync::mpsc::channel::<PlanDesc>();
+        let (created_tx, created_rx) = std::sync::mpsc::channel::<Result<(RawPlan, f64)>>();
+        let (rt_d, rt_c) = (self.rt.clone(), self.rt.clone());
+        let destroyer = std::thread::spawn(move || {
+            while let Ok(p) = destroy_rx.recv() {
+                let t = Instant::now();
+                // SAFETY: see the note at the top of this file.
+                let r = unsafe { rt_d.plan_destroy(p) }.map(|()| t.elapsed().as_secs_f64() * 1e6);
+                if destroyed_tx.send(r).is_err() {
+                    break;
+                }
+            }
+        });
+        let creator = std::thread::spawn(move || {
+            while let Ok(d) = create_rx.recv() {
+                let t = Instant::now();
+                let r = rt_c.plan_create(&d, PlanOptions::default()).map(|p| (p.plan, t.elapsed().as_secs_f64() * 1e6));
+                if created_tx.send(r).is_err() {
+                    break;
+                }
+            }
+        });
+        let gone = || hipfft_pool::Error::Internal("a benchmark thread ended".into());
+        let mut prev_threaded: Option<RawPlan> = None;
         for rep in 0..DISCARD + reps {
-            for part in if pool_first { [1, 0] } else { [0, 1] } {
-                if part == 0 {
+            for part in if pool_first { [1, 0, 2] } else { [0, 1, 2] } {
+                if part == 2 {
+                    for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        let t = Instant::now();
+                        let mut in_calls = 0.0;
+                        if let Some(p) = prev_threaded.take() {
+                            destroy_tx.send(p).map_err(|_| gone())?;
+                            in_calls += destroyed_rx.recv().map_err(|_| gone())??;
+                        }
+                        create_tx.send(*d).map_err(|_| gone())?;
+                        let (plan, us) = created_rx.recv().map_err(|_| gone())??;
+                        in_calls += us;
+                        let dt = t.elapsed();
+                        prev_threaded = Some(plan);
+                        if rep >= DISCARD {
+                            threaded[i].push(dt.as_secs_f64() * 1e6);
+                            threaded_in_calls[i].push(in_calls);
+                        }
+                    }
+                    if let Some(p) = prev_threaded.take() {
+                        // SAFETY: see the note at the top of this file.
+                        unsafe { rt.plan_destroy(p) }?;
+                    }
+                } else if part == 0 {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
                         let t = Instant::now();
                         if let Some(p) = prev.take() {
@@ -296,10 +533,13 @@ impl Bench {
                 }
             }
         }
+        drop((destroy_tx, create_tx));
+        let _ = (destroyer.join(), creator.join());
         let m = pool.metrics();
         pool.shutdown();
         let mut rows = Vec::new();
         let (mut sum_raw, mut sum_pool, mut sum_create) = (0.0, 0.0, 0.0);
+        let (mut sum_threaded, mut sum_threaded_calls) = (0.0, 0.0);
         for i in 0..n {
             let r = Stats::of(std::mem::take(&mut raw[i]));
             let c = Stats::of(std::mem::take(&mut raw_create[i]));
@@ -307,9 +547,14 @@ impl Bench {
             sum_raw += r.median;
             sum_pool += p.median;
             sum_create += c.median;
+            let th = Stats::of(std::mem::take(&mut threaded[i]));
+            let thc = Stats::of(std::mem::take(&mut threaded_in_calls[i]));
+            sum_threaded += th.median;
+            sum_threaded_calls += thc.median;
             rows.push(json!({
                 "shape": self.shapes[i].0, "raw_destroy_create": r.json(), "raw_create_only": c.json(),
                 "pool_miss_capacity_1": p.json(), "ratio": p.median / r.median,
+                "raw_on_two_threads": th.json(), "raw_on_two_threads_in_calls": thc.json(),
             }));
         }
         Ok(json!({
@@ -317,6 +562,8 @@ impl Bench {
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
             "pool_misses": m.misses, "pool_destroys": m.destroys,
+            "mean_raw_two_threads_us": sum_threaded / n as f64,
+            "mean_raw_two_threads_in_calls_us": sum_threaded_calls / n as f64,
             // Time the pool spent inside the runtime's create and destroy, per miss: the rest
             // of a miss is the pool's own.
             "pool_in_runtime_us_per_miss": 1e6 * (m.create_latency.sum_s + m.destroy_latency.sum_s) / m.misses.max(1) as f64,
@@ -380,14 +627,21 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
     let miss_warmup = args.warmup.min(5);
     let mut rows = Vec::new();
     let mut creation = Vec::new();
+    let busy: Option<Value>;
     {
         let b = Bench::new(primary, rt)?;
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
         rows.push(b.floor(args.warmup, args.cycles)?);
-        rows.push(b.pool(128, args.warmup, args.cycles, true)?);
-        rows.push(b.pool(128, args.warmup, args.cycles, false)?);
-        rows.push(b.pool(8, miss_warmup, args.miss_cycles, true)?);
+        rows.push(b.pool(128, args.warmup, args.cycles, Release::After)?);
+        rows.push(b.pool(128, args.warmup, args.cycles, Release::Batch)?);
+        rows.push(b.pool(128, args.warmup, args.cycles, Release::AtOnce)?);
+        // The floor again: how far the machine drifted while the rows above ran.
+        let mut again = b.floor(args.warmup, args.cycles)?;
+        again.variant = "floor again, after the pool rows".into();
+        rows.push(again);
+        rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
         creation.push(b.creation(args.create_reps, args.pool_first)?);
+        busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
     }
     let mut hip_skipped = None;
     let mut hip_info = None;
@@ -403,8 +657,9 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
                     let b = Bench::new("hip-shim", hrt)?;
                     let rows = vec![
                         b.floor(args.warmup, args.cycles)?,
-                        b.pool(128, args.warmup, args.cycles, true)?,
-                        b.pool(8, miss_warmup, args.miss_cycles, true)?,
+                        b.pool(128, args.warmup, args.cycles, Release::After)?,
+                        b.pool(128, args.warmup, args.cycles, Release::Batch)?,
+                        b.pool(8, miss_warmup, args.miss_cycles, Release::After)?,
                     ];
                     Ok((rows, b.creation(args.create_reps, args.pool_first)?))
                 })();
@@ -469,6 +724,12 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             );
         }
         println!(
+            "raw destroy + create on two other threads (the pool's structure, no pool): {:.1} us per miss, {:.1} of it inside the calls; pool in its calls {:.1} us",
+            c["mean_raw_two_threads_us"].as_f64().unwrap_or(f64::NAN),
+            c["mean_raw_two_threads_in_calls_us"].as_f64().unwrap_or(f64::NAN),
+            c["pool_in_runtime_us_per_miss"].as_f64().unwrap_or(f64::NAN),
+        );
+        println!(
             "{:<32} {:>10.1} {:>10.1} {:>10.1}   pool adds {:+.2}%",
             "mean of medians",
             c["mean_raw_us"].as_f64().unwrap_or(f64::NAN),
@@ -476,6 +737,33 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             c["mean_pool_us"].as_f64().unwrap_or(f64::NAN),
             c["overhead_pct"].as_f64().unwrap_or(f64::NAN),
         );
+        println!();
+    }
+    if let Some(b) = &busy {
+        println!(
+            "Plan creation on a busy GPU ({}): the submitting thread's ms per creation, median over {} rounds of the 26 shapes, with copies queued on another stream first",
+            b["runtime"].as_str().unwrap_or("?"),
+            b["rounds"]
+        );
+        for q in b["per_queue"].as_array().into_iter().flatten() {
+            println!("  queued {:.0} ms ({} copies of {:.3} ms)", q["queued_ms"].as_f64().unwrap_or(0.0), q["copies"], q["copy_ms"].as_f64().unwrap_or(0.0));
+            for v in q["variants"].as_array().into_iter().flatten() {
+                println!(
+                    "    {:<40} {:>9.3} ms   p10 {:>8.3}  p90 {:>8.3}",
+                    v["variant"].as_str().unwrap_or("?"),
+                    v["median_ms"].as_f64().unwrap_or(f64::NAN),
+                    v["p10_ms"].as_f64().unwrap_or(f64::NAN),
+                    v["p90_ms"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
+            println!(
+                "    pool evicting over capacity / no eviction {:.3}x; at the ceiling {:.3}x; raw inline evict / raw create {:.3}x (evictions {})",
+                q["pool_over_capacity_vs_no_eviction"].as_f64().unwrap_or(f64::NAN),
+                q["pool_at_ceiling_vs_no_eviction"].as_f64().unwrap_or(f64::NAN),
+                q["raw_inline_evict_vs_raw_create"].as_f64().unwrap_or(f64::NAN),
+                q["evictions_over_capacity_and_at_ceiling"]
+            );
+        }
         println!();
     }
     if let Some(why) = &hip_skipped {
@@ -511,6 +799,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             "method": "per call = wall time of one cycle of the 26 shapes (one transform each, one stream, synchronized at the cycle's end) / 26; median over cycles after warm-up; one input, output and work area (the largest work size) allocated once for all variants",
             "variants": variants,
             "creation": creation,
+            "busy_gpu_creation": busy,
         });
         let text = serde_json::to_string_pretty(&doc).expect("json");
         if let Err(e) = std::fs::write(path, text + "\n") {

@@ -541,6 +541,23 @@ enum hfp_status hfp_lease_exec_preserving_input(struct hfp_lease *lease,
 enum hfp_status hfp_lease_release(struct hfp_lease *lease);
 
 /**
+ * Releases the lease once the work enqueued on `stream` up to the end of the current batch
+ * completes, with no event now: `hfp_pool_end_batch(pool, stream)` records one event that
+ * covers every lease of the batch. For a host with a completion point per batch of
+ * executions (a command buffer's commit): one event per batch instead of one per call. A
+ * batch that reaches 64 leases is ended by the call that fills it. A stream that is
+ * capturing a graph, and the NULL, legacy (1) and per-thread (2) streams, take the
+ * `hfp_lease_release_after` path instead.
+ *
+ * `lease`: consumed, on success and on failure. `stream`: a `hipStream_t` of the pool's
+ * runtime that stays live until its batch ends. If the event of a batch that fills here
+ * cannot be recorded, the stream is synchronized and the batch released; if that fails
+ * too, the batch's leases stay held for good and `HFP_RUNTIME_ERROR` is returned. NULL
+ * `lease`: `HFP_INVALID_ARGUMENT`.
+ */
+enum hfp_status hfp_lease_release_in_batch(struct hfp_lease *lease, void *stream);
+
+/**
  * Releases the lease once the work enqueued so far on `stream` completes: the pool records
  * an event there and its completion thread releases the lease when the event fires.
  *
@@ -632,6 +649,16 @@ enum hfp_status hfp_pool_metrics_text(const struct hfp_pool *pool,
  * `pool`: borrowed.
  */
 enum hfp_status hfp_pool_trim(struct hfp_pool *pool);
+
+/**
+ * Ends the open batch of `stream` (`hfp_lease_release_in_batch`): records one event there,
+ * after which the pool releases every lease of the batch. Nothing to end is `HFP_OK`. If
+ * the event cannot be recorded, the stream is synchronized and the batch released; if that
+ * fails too, the batch's leases stay held and `HFP_RUNTIME_ERROR` is returned.
+ *
+ * `pool`: borrowed. `stream`: a live `hipStream_t` of the pool's runtime.
+ */
+enum hfp_status hfp_pool_end_batch(struct hfp_pool *pool, void *stream);
 
 /**
  * Changes the cache capacity (1 to the live ceiling), evicting least recently used plans

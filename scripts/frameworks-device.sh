@@ -237,6 +237,21 @@ diag)
     MLX_MAX_OPS_PER_BUFFER=1 pre c12-ops1 90 12 $t -s
     pre c12-sanitizer 240 12 compute-sanitizer --tool memcheck --print-limit 20 $t -s -k "jvp or vmap or norm"
     ;;
+  perf)
+    # The cycle for the performance table: MLX's cache 128 natively and through the
+    # interposer alternated five times (the median of each side against the 3% target),
+    # then cache 8 with the thrash check off, natively and through the pool at ceilings
+    # 128 and 26.
+    for i in 1 2 3 4 5; do
+      run "perf-native-cache128-$i" 60 $b
+      pre "perf-pool-cache128-$i" 60 128 $b
+    done
+    for i in 1 2; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run "perf-native-cache8-$i" 60 $b --cycles 60
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre perf-pool-cache8-c128 60 128 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre perf-pool-cache8-c26 60 26 $b
+    ;;
   esac
   ;;
 *)

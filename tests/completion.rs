@@ -1,6 +1,8 @@
 //! The completion thread's polling, watched at the runtime boundary: events on one stream are
 //! queried oldest first (stream order makes a later one pointless while an earlier one has
-//! not fired), and a stalled stream does not hold up releases on another.
+//! not fired), a stalled stream does not hold up releases on another, and a batch of
+//! releases (`release_in_batch` + `end_batch`) costs one event and is never released before
+//! its work.
 
 mod common;
 
@@ -20,6 +22,7 @@ struct Watched {
     sim: Arc<SimRuntime>,
     order: Mutex<Order>,
     queries: AtomicU64,
+    records: AtomicU64,
     stalled: AtomicUsize,
 }
 
@@ -39,6 +42,7 @@ impl Watched {
             sim: Arc::new(SimRuntime::new(config)),
             order: Mutex::default(),
             queries: AtomicU64::new(0),
+            records: AtomicU64::new(0),
             stalled: AtomicUsize::new(usize::MAX),
         })
     }
@@ -56,6 +60,7 @@ unsafe impl Decorator for Watched {
     unsafe fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()> {
         // SAFETY: the caller's contract, passed on to the sim unchanged.
         unsafe { self.sim.event_record(event, stream) }?;
+        self.records.fetch_add(1, Ordering::SeqCst);
         let mut o = self.order.lock().unwrap();
         let seq = o.next;
         o.next += 1;
@@ -150,4 +155,118 @@ fn a_stalled_stream_does_not_hold_up_releases_on_another() {
         !w.sim.is_live(plan_a)
     });
     assert!(w.violations().is_empty(), "{:#?}", w.violations());
+}
+
+#[test]
+fn a_batch_of_releases_records_one_event_at_its_end() {
+    let w = Watched::new(SimConfig { exec_latency: Duration::from_millis(1), ..SimConfig::default() });
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 8, 8, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    let mut jobs = Vec::new();
+    for i in 0..20 {
+        let lease = pool.acquire(&c2c(8 + 4 * (i % 5), 2)).unwrap();
+        jobs.push(enqueue(&rt, &lease, &stream, i as u64));
+        // SAFETY: the test's stream, live until the batch ends below.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event before the batch ends");
+    assert_eq!(pool.metrics().in_flight, 20, "every lease held until its batch ends");
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert_eq!(w.records.load(Ordering::SeqCst), 1, "one event for the whole batch");
+    // SAFETY: as above; a second end finds nothing to end.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert_eq!(w.records.load(Ordering::SeqCst), 1);
+    for job in jobs {
+        assert!(job.check(&stream) <= 1e-5);
+    }
+    wait_until("every batched lease was released", || {
+        pool.trim();
+        w.sim.live_handles() == 0
+    });
+    assert!(w.violations().is_empty(), "{:#?}", w.violations());
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn a_batch_that_fills_up_ends_itself() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    for _ in 0..hipfft_pool::BATCH_LIMIT + 3 {
+        let lease = pool.acquire(&c2c(16, 1)).unwrap();
+        // SAFETY: the test's stream, live until the batch ends below.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    assert_eq!(w.records.load(Ordering::SeqCst), 1, "the release that filled the batch recorded its event");
+    wait_until("the full batch was released", || pool.metrics().in_flight == 3);
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert_eq!(w.records.load(Ordering::SeqCst), 2);
+    wait_until("the rest was released", || pool.metrics().in_flight == 0);
+}
+
+#[test]
+fn batched_leases_hold_their_plans_until_the_batch_work_is_done() {
+    // Ceiling 2: the next two keys can only be made by destroying the two plans the batch
+    // holds, which the sim reports as a violation if their executions are still pending.
+    let w = Watched::new(SimConfig { exec_latency: Duration::from_millis(30), ..SimConfig::default() });
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 2, 2, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    let mut jobs = Vec::new();
+    let mut plans = Vec::new();
+    for (i, n) in [16, 32].into_iter().enumerate() {
+        let lease = pool.acquire(&c2c(n, 4)).unwrap();
+        plans.push(lease.plan());
+        jobs.push(enqueue(&rt, &lease, &stream, i as u64));
+        // SAFETY: the test's stream, live until the batch ends below.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert!(plans.iter().any(|p| w.sim.pending_execs(*p) > 0), "the batch's work is still queued");
+    let started = Instant::now();
+    let a = pool.acquire(&c2c(64, 1)).unwrap();
+    let b = pool.acquire(&c2c(128, 1)).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(20), "made room only once the batch's work was done");
+    for p in &plans {
+        assert!(!w.sim.is_live(*p), "the batch's plans were destroyed to make room");
+    }
+    drop((a, b));
+    for job in jobs {
+        assert!(job.check(&stream) <= 1e-5, "the batch's transforms ran on live plans");
+    }
+    assert!(w.violations().is_empty(), "{:#?}", w.violations());
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn a_batch_whose_event_fails_is_released_after_a_stream_synchronize() {
+    let w = Watched::new(SimConfig { fail_event_every: Some(1), exec_latency: Duration::from_millis(5), ..SimConfig::default() });
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    let mut jobs = Vec::new();
+    let mut plans = Vec::new();
+    for i in 0..3 {
+        let lease = pool.acquire(&c2c(8 << i, 1)).unwrap();
+        plans.push(lease.plan());
+        jobs.push(enqueue(&rt, &lease, &stream, i));
+        // SAFETY: the test's stream, live until the batch ends below.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.expect("no event, but the stream was synchronized");
+    assert_eq!(pool.metrics().in_flight, 0, "released once the synchronize returned");
+    for p in &plans {
+        assert_eq!(w.sim.pending_execs(*p), 0, "released with work pending on plan {p:?}");
+    }
+    for job in jobs {
+        assert!(job.check(&stream) <= 1e-5);
+    }
+    assert!(w.violations().is_empty(), "{:#?}", w.violations());
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
 }

@@ -40,7 +40,7 @@ fn a_hit_reuses_the_plan_and_a_release_keeps_it_cached() {
 }
 
 #[test]
-fn an_idle_plan_evicted_by_capacity_is_destroyed_at_once_in_lru_order() {
+fn an_idle_plan_evicted_by_capacity_is_destroyed_off_the_miss_in_lru_order() {
     let (sim, rt) = sim(SimConfig::default());
     let pool = pool(&rt, 2, 4, Duration::from_secs(5));
     let (a, b, c) = (c2c(8, 1), c2c(16, 1), c2c(32, 1));
@@ -48,12 +48,44 @@ fn an_idle_plan_evicted_by_capacity_is_destroyed_at_once_in_lru_order() {
     let pb = pool.acquire(&b).unwrap().plan();
     drop(pool.acquire(&a).unwrap()); // a is now more recent than b
     drop(pool.acquire(&c).unwrap());
-    assert!(!sim.is_live(pb), "the least recently used plan is destroyed on eviction");
-    assert!(sim.is_live(pa));
+    wait_for("the evicted plan's destroy", || !sim.is_live(pb));
+    assert!(sim.is_live(pa), "the least recently used plan is the one destroyed");
     assert_eq!(sim.live_handles(), 2);
     drop(pool.acquire(&b).unwrap()); // evicts a (c is more recent)
-    assert!(!sim.is_live(pa));
+    wait_for("the second evicted plan's destroy", || !sim.is_live(pa));
     assert_eq!(pool.metrics().evictions, 2);
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_miss_that_evicts_over_capacity_does_not_wait_for_the_destroy() {
+    // Every destroy blocks until released: a miss that ran the evicted plan's destroy itself
+    // (as an inline-destroy cache does, waiting out the device's queue) would never return.
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 1, 3, Duration::from_secs(30));
+    let pa = pool.acquire(&c2c(8, 1)).unwrap().plan();
+    sim.set_faults(SimConfig { block_destroy: true, ..SimConfig::default() });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = std::sync::Arc::new(pool);
+    let p2 = p.clone();
+    std::thread::spawn(move || {
+        let made = p2.acquire(&c2c(16, 1)).map(|l| l.plan());
+        let _ = tx.send(made);
+    });
+    let pb = rx.recv_timeout(Duration::from_secs(20)).expect("the miss returned while the destroy was blocked").unwrap();
+    assert!(sim.is_live(pb));
+    assert!(sim.blocked_calls() >= 1 || sim.is_live(pa), "the evicted plan's destroy is still running elsewhere");
+    sim.set_faults(SimConfig::default());
+    sim.unblock_all();
+    wait_for("the evicted plan's destroy", || !sim.is_live(pa));
+    assert_eq!(sim.live_handles(), 1);
 }
 
 #[test]

@@ -292,7 +292,10 @@ fn probe_writes_its_own_timeline_and_plot() {
         let j: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(j["passed"], true, "{j}");
         assert_eq!(j["mode"], mode);
-        assert!(j["rt_peak_live"].as_u64().unwrap() <= 9);
+        // Legacy: the cache's 8 and one evicted plan still in flight. The pool: under its
+        // ceiling (its evicted plans are destroyed off the miss, so a few more may be alive).
+        let bound = if mode == "legacy" { 9 } else { 12 };
+        assert!(j["rt_peak_live"].as_u64().unwrap() <= bound, "{mode}: {j}");
         let csv = std::fs::read_to_string(&csv).unwrap();
         assert!(csv.starts_with("config,run,event,step,"));
         assert_eq!(csv.lines().count(), 1 + 78);

@@ -240,6 +240,40 @@ pub unsafe extern "C" fn hfp_lease_release(lease: *mut hfp_lease) -> hfp_status 
     })
 }
 
+/// Releases the lease once the work enqueued on `stream` up to the end of the current batch
+/// completes, with no event now: `hfp_pool_end_batch(pool, stream)` records one event that
+/// covers every lease of the batch. For a host with a completion point per batch of
+/// executions (a command buffer's commit): one event per batch instead of one per call. A
+/// batch that reaches 64 leases is ended by the call that fills it. A stream that is
+/// capturing a graph, and the NULL, legacy (1) and per-thread (2) streams, take the
+/// `hfp_lease_release_after` path instead.
+///
+/// `lease`: consumed, on success and on failure. `stream`: a `hipStream_t` of the pool's
+/// runtime that stays live until its batch ends. If the event of a batch that fills here
+/// cannot be recorded, the stream is synchronized and the batch released; if that fails
+/// too, the batch's leases stay held for good and `HFP_RUNTIME_ERROR` is returned. NULL
+/// `lease`: `HFP_INVALID_ARGUMENT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_lease_release_in_batch(lease: *mut hfp_lease, stream: *mut c_void) -> hfp_status {
+    guard("hfp_lease_release_in_batch", || {
+        // SAFETY: the caller's promise on `lease`; checked for null and (debug) liveness.
+        unsafe { lease_ref(lease) }?;
+        // SAFETY: a live lease, exclusively the caller's while this call runs.
+        let holder = unsafe { &mut *lease };
+        let Some(l) = holder.lease.take() else {
+            return Err(Failure::invalid("invalid argument `lease`: it is being released"));
+        };
+        if debug_checks() {
+            live_leases().remove(&(lease as usize));
+        }
+        // SAFETY: consumed: the caller gave it up and no longer uses it.
+        drop(unsafe { Box::from_raw(lease) });
+        // SAFETY: `hfp_lease_release_in_batch`'s C contract: `stream` is a `hipStream_t` of
+        // the pool's runtime, live until its batch ends.
+        unsafe { l.release_in_batch(RawStream(stream as usize)) }.map_err(Into::into)
+    })
+}
+
 /// Releases the lease once the work enqueued so far on `stream` completes: the pool records
 /// an event there and its completion thread releases the lease when the event fires.
 ///

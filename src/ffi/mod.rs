@@ -37,10 +37,10 @@ pub use boundary::hfp_status;
 pub use info::{hfp_debug_checks_enabled, hfp_last_error_message, hfp_status_name, hfp_version};
 pub use lease::{
     hfp_acquire, hfp_lease, hfp_lease_exec, hfp_lease_exec_preserving_input, hfp_lease_input_bytes, hfp_lease_plan,
-    hfp_lease_release, hfp_lease_release_after, hfp_lease_work_size,
+    hfp_lease_release, hfp_lease_release_after, hfp_lease_release_in_batch, hfp_lease_work_size,
 };
 pub use pool::{
-    hfp_config_default, hfp_default_pool, hfp_pool, hfp_pool_free, hfp_pool_from_env, hfp_pool_metrics,
+    hfp_config_default, hfp_default_pool, hfp_pool, hfp_pool_end_batch, hfp_pool_free, hfp_pool_from_env, hfp_pool_metrics,
     hfp_pool_metrics_text, hfp_pool_new, hfp_pool_runtime, hfp_pool_set_capacity, hfp_pool_set_flush_hook,
     hfp_pool_synchronize, hfp_pool_trim, hfp_pool_warnings,
 };

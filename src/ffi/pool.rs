@@ -266,6 +266,22 @@ pub unsafe extern "C" fn hfp_pool_trim(pool: *mut hfp_pool) -> hfp_status {
     })
 }
 
+/// Ends the open batch of `stream` (`hfp_lease_release_in_batch`): records one event there,
+/// after which the pool releases every lease of the batch. Nothing to end is `HFP_OK`. If
+/// the event cannot be recorded, the stream is synchronized and the batch released; if that
+/// fails too, the batch's leases stay held and `HFP_RUNTIME_ERROR` is returned.
+///
+/// `pool`: borrowed. `stream`: a live `hipStream_t` of the pool's runtime.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfp_pool_end_batch(pool: *mut hfp_pool, stream: *mut c_void) -> hfp_status {
+    guard("hfp_pool_end_batch", || {
+        // SAFETY: the caller's promise on `pool`.
+        let pool = unsafe { pool_ref(pool) }?;
+        // SAFETY: `hfp_pool_end_batch`'s C contract: `stream` is a live stream of the runtime.
+        unsafe { pool.end_batch(RawStream(stream as usize)) }.map_err(Into::into)
+    })
+}
+
 /// Changes the cache capacity (1 to the live ceiling), evicting least recently used plans
 /// as needed. Anything else is `HFP_INVALID_ARGUMENT` naming `capacity`.
 ///

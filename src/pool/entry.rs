@@ -23,6 +23,11 @@ use crate::sync::channel::Sender;
 use crate::sync::stat::AtomicU64;
 use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
 
+/// An open batch's stream: (device, stream handle).
+pub(crate) type BatchKey = (i32, usize);
+/// The leases of an open batch, one per entry (an entry may appear more than once).
+pub(crate) type Batch = Vec<Arc<PlanEntry>>;
+
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
 pub(crate) struct Core {
@@ -42,6 +47,9 @@ pub(crate) struct Core {
     pub completion_tx: parking::Mutex<Option<Sender<PendingRelease>>>,
     /// Events free for reuse by `release_after`, per device.
     pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
+    /// Leases released with `release_in_batch`, per (device, stream), waiting for the one
+    /// event the batch's end records (`PlanPool::end_batch`, or the batch filling up).
+    pub open_batches: Mutex<HashMap<BatchKey, Batch>>,
     /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
     /// returned: `shutdown` waits for them as for retired plans.
     pub destroying: AtomicUsize,
@@ -140,7 +148,6 @@ impl Core {
                 Counters::bump(&c.destroy_failures);
             }
         }
-        c.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
         self.live_down(&entry.dev);
         entry.dev.ceiling.release();
         true
@@ -241,6 +248,8 @@ impl Core {
         if retired.get(&entry.plan).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
             retired.remove(&entry.plan);
         }
+        // Its hits leave the retired set's listing for the counter (see `Cache::retire`).
+        entry.dev.counters.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Puts an event back on the free list, or destroys it once the pool has shut down (its
@@ -334,14 +343,90 @@ impl PlanEntry {
     pub(crate) unsafe fn release_after(self: Arc<Self>, stream: RawStream) -> Result<(), (Error, Arc<Self>)> {
         let core = self.core.clone();
         let device = self.desc.device;
-        let rt = &*core.runtime;
-        if core.completion_tx.lock().is_none() {
+        // SAFETY: the caller's promise, passed on.
+        unsafe { core.record_release(device, stream, self, Vec::new()) }.map_err(|(e, first, _)| (e, first))
+    }
+
+    /// Adds the lease that `self` stands for to the open batch of `stream`, released once the
+    /// work enqueued on `stream` up to the batch's end completes. A batch that reaches
+    /// [`BATCH_LIMIT`] leases is ended here (one event). On failure every lease of that batch
+    /// comes back, still held.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime other than 0, 1 and 2, and stays live
+    /// until its batch is ended ([`crate::Lease::release_in_batch`]).
+    pub(crate) unsafe fn release_in_batch(self: Arc<Self>, stream: RawStream) -> Result<(), (Error, Vec<Arc<Self>>)> {
+        let core = self.core.clone();
+        let device = self.desc.device;
+        let full = {
+            let mut open = lock(&core.open_batches);
+            let batch = open.entry((device, stream.0)).or_default();
+            batch.push(self);
+            if batch.len() >= BATCH_LIMIT { open.remove(&(device, stream.0)) } else { None }
+        };
+        match full {
+            // SAFETY: the caller's promise: the stream is live until its batch ends, here.
+            Some(batch) => unsafe { core.end_batch(device, stream, batch) },
+            None => Ok(()),
+        }
+    }
+}
+
+/// Most leases one open batch holds: the `release_in_batch` that reaches it ends the batch
+/// (one event), so a host that ends batches late holds at most this many leases per stream.
+pub const BATCH_LIMIT: usize = 64;
+
+impl Core {
+    /// Takes the open batches of `stream` (on every device: a stream handle is one device's,
+    /// but the key carries the device the leases' plans were made on).
+    pub(crate) fn take_batches(&self, stream: RawStream) -> Vec<(BatchKey, Batch)> {
+        let mut open = lock(&self.open_batches);
+        let keys: Vec<(i32, usize)> = open.keys().filter(|k| k.1 == stream.0).copied().collect();
+        keys.into_iter().filter_map(|k| open.remove(&k).map(|b| (k, b))).collect()
+    }
+
+    /// Leases waiting in open batches (no event recorded for them yet).
+    pub(crate) fn batched_leases(&self) -> usize {
+        lock(&self.open_batches).values().map(Vec::len).sum()
+    }
+
+    /// Ends a batch: one event on `stream` covers every lease in it.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime.
+    pub(crate) unsafe fn end_batch(&self, device: i32, stream: RawStream, mut batch: Vec<Arc<PlanEntry>>) -> Result<(), (Error, Vec<Arc<PlanEntry>>)> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let first = batch.swap_remove(0);
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.record_release(device, stream, first, batch) }.map_err(|(e, first, mut rest)| {
+            rest.push(first);
+            (e, rest)
+        })
+    }
+
+    /// Records one event on `stream` and hands it, with the leases `first` and `rest`
+    /// stand for, to the completion thread. On failure the leases come back, still held.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime.
+    #[allow(clippy::type_complexity)]
+    unsafe fn record_release(
+        &self,
+        device: i32,
+        stream: RawStream,
+        first: Arc<PlanEntry>,
+        rest: Vec<Arc<PlanEntry>>,
+    ) -> Result<(), (Error, Arc<PlanEntry>, Vec<Arc<PlanEntry>>)> {
+        let rt = &*self.runtime;
+        if self.completion_tx.lock().is_none() {
             // Shut down: no event to make (nobody would ever destroy it).
-            return Err((Error::ShutDown, self));
+            return Err((Error::ShutDown, first, rest));
         }
         let recorded = with_device(rt, device, || {
             // The free list's lock is held for the pop only, never across event_create.
-            let reused = lock(&core.free_events).get_mut(&device).and_then(|v| v.pop());
+            let reused = lock(&self.free_events).get_mut(&device).and_then(|v| v.pop());
             let event = match reused {
                 Some(e) => e,
                 None => rt.event_create()?,
@@ -351,7 +436,7 @@ impl PlanEntry {
             match unsafe { rt.event_record(event, stream) } {
                 Ok(()) => Ok(event),
                 Err(e) => {
-                    core.recycle_event(device, event);
+                    self.recycle_event(device, event);
                     Err(e)
                 }
             }
@@ -359,32 +444,35 @@ impl PlanEntry {
         let event = match recorded {
             Ok(e) => e,
             Err(error) => {
-                Counters::bump(&self.dev.counters.event_failures);
-                return Err((error, self));
+                Counters::bump(&first.dev.counters.event_failures);
+                return Err((error, first, rest));
             }
         };
-        let tx = core.completion_tx.lock().clone();
-        match tx {
-            Some(tx) => tx.send(PendingRelease { entry: self, event, stream, unproven: std::cell::Cell::new(false) }).map_err(|e| {
-                // The completion thread is gone: the event goes back (or is destroyed), not lost.
-                core.recycle_event(device, e.0.event);
-                (Error::ShutDown, e.0.entry)
-            }),
-            None => {
-                core.recycle_event(device, event);
-                Err((Error::ShutDown, self))
-            }
-        }
+        let tx = self.completion_tx.lock().clone();
+        let pending = PendingRelease { entry: first, rest, event, stream, unproven: std::cell::Cell::new(false) };
+        let back = match tx {
+            Some(tx) => match tx.send(pending) {
+                Ok(()) => return Ok(()),
+                Err(e) => e.0,
+            },
+            None => pending,
+        };
+        // The completion thread is gone: the event goes back (or is destroyed), not lost.
+        self.recycle_event(device, back.event);
+        Err((Error::ShutDown, back.entry, back.rest))
     }
 }
 
-/// A lease waiting for its GPU work: the plan it holds (one lease, counted in the plan's
-/// state word), the event recorded behind that work, and the stream it was recorded on.
+/// Leases waiting for their GPU work: the plans they hold (one lease each, counted in the
+/// plan's state word; more than one for a batch), the event recorded behind that work, and
+/// the stream it was recorded on.
 /// The completion thread releases the lease when the event fires. Dropped without
 /// completing (only if the completion thread panicked), it keeps its lease: the plan is
 /// then never destroyed, rather than destroyed under work that may still run.
 pub(crate) struct PendingRelease {
     entry: Arc<PlanEntry>,
+    /// The other leases of a batch, covered by the same event (empty for `release_after`).
+    rest: Vec<Arc<PlanEntry>>,
     event: RawEvent,
     stream: RawStream,
     /// Set once neither a query nor a synchronize of the event could prove the work done:
@@ -438,9 +526,12 @@ impl Completes for PendingRelease {
         false
     }
 
-    /// Recycles the event, then releases the lease.
+    /// Recycles the event, then releases the leases.
     fn complete(self) {
         self.entry.core.recycle_event(self.entry.desc.device, self.event);
+        for e in &self.rest {
+            e.release_lease();
+        }
         self.entry.release_lease();
     }
 }

@@ -10,7 +10,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
-use crate::pool::entry::PlanEntry;
+use crate::pool::entry::{Core, PlanEntry};
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, HostCall, RawPlan, RawStream, with_device};
@@ -444,6 +444,69 @@ impl Lease {
             .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease::new(entry) })
     }
 
+    /// Releases once the work enqueued on `stream` up to the end of the current batch
+    /// completes: no event now; [`PlanPool::end_batch`](crate::PlanPool::end_batch) records
+    /// one event that covers every lease of the batch (a later event on a stream covers all
+    /// earlier work on it). A batch that reaches [`BATCH_LIMIT`](crate::BATCH_LIMIT) leases
+    /// is ended by the call that fills it. For a host with a completion point per batch of
+    /// executions (a command buffer's commit): one event per batch instead of one per call.
+    ///
+    /// A stream that is capturing a graph, and the streams 0, 1 and 2 (legacy and
+    /// per-thread default streams, which name a different stream on each thread), take the
+    /// [`Lease::release_after`] path instead. Until its batch ends, the lease holds its plan
+    /// as any lease does: a miss at a full ceiling waits for it.
+    ///
+    /// If the event of a batch that fills here cannot be recorded, the stream is
+    /// synchronized and the batch released; if that fails too, its leases stay held for good
+    /// (logged) and the error is returned.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime, and stays live until its batch is
+    /// ended (by `end_batch(stream)`, or by a `release_in_batch` on it that fills the batch).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let stream = runtime.stream_create()?;
+    /// for n in [64, 128, 64] {
+    ///     let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[n], 1))?;
+    ///     // (enqueue work on `stream` under the lease here)
+    ///     // SAFETY: `stream` is live until its batch ends below.
+    ///     unsafe { lease.release_in_batch(stream) }?;
+    /// }
+    /// assert_eq!(pool.metrics().in_flight, 3, "held until the batch ends and its work is done");
+    /// // SAFETY: as above.
+    /// unsafe { pool.end_batch(stream) }?;
+    /// // SAFETY: destroyed once its work is done.
+    /// unsafe { runtime.stream_synchronize(stream)?; runtime.stream_destroy(stream)? };
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn release_in_batch(self, stream: RawStream) -> Result<()> {
+        let core = self.entry.core.clone();
+        // SAFETY: the caller's promise on `stream`.
+        let capturing = stream.0 <= 2 || matches!(unsafe { core.runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
+        if capturing {
+            // SAFETY: as above.
+            return match unsafe { self.release_after(stream) } {
+                Ok(()) => Ok(()),
+                Err(ReleaseAfterError { error, lease }) => {
+                    release_after_failed(&core, lease.entry.desc.device, stream, vec![lease.into_entry()], error)
+                }
+            };
+        }
+        let device = self.entry.desc.device;
+        // SAFETY: the caller's promise, passed on.
+        match unsafe { self.into_entry().release_in_batch(stream) } {
+            Ok(()) => Ok(()),
+            Err((error, batch)) => release_after_failed(&core, device, stream, batch, error),
+        }
+    }
+
     /// The plan with the lease this value held, which it now stands for (not released).
     fn into_entry(self) -> Arc<PlanEntry> {
         let this = ManuallyDrop::new(self);
@@ -505,6 +568,32 @@ fn release_after_drop(entry: Arc<PlanEntry>, stream: RawStream) {
                 "a lease dropped after an execution could not be released after its work; it stays leased"
             );
             std::mem::forget(lease);
+        }
+    }
+}
+
+/// What a batch whose event could not be recorded comes to: the stream is synchronized and
+/// the batch released; when that fails too its leases stay held for good (counted live,
+/// logged) rather than released under work that may still run, and the error is returned.
+pub(crate) fn release_after_failed(core: &Core, device: i32, stream: RawStream, batch: Vec<Arc<PlanEntry>>, error: Error) -> Result<()> {
+    let rt = &*core.runtime;
+    // SAFETY: the callers' contracts keep `stream` live until the batch ends (here).
+    match with_device(rt, device, || unsafe { rt.stream_synchronize(stream) }) {
+        Ok(()) => {
+            tracing::warn!(leases = batch.len(), %error, "no event for a batch of releases: the stream was synchronized instead");
+            for e in batch {
+                e.release_lease();
+            }
+            Ok(())
+        }
+        Err(sync) => {
+            tracing::error!(
+                leases = batch.len(), %error, %sync,
+                "a batch of releases could not be released after its work; its leases stay held"
+            );
+            // The Arcs keep their leases: the plans are never reused or destroyed.
+            std::mem::forget(batch);
+            Err(error)
         }
     }
 }

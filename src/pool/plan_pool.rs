@@ -29,7 +29,7 @@ use crate::pool::eviction::{CostState, Eviction};
 use crate::pool::manifest::{Manifest, ManifestPlan, WorkingSet};
 use crate::pool::thrash::ThrashDetector;
 use crate::observe::counters::{Counters, Latency, MetricsSnapshot};
-use crate::runtime::boundary::{CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, PlanOptions, Runtime, with_device};
+use crate::runtime::boundary::{CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, PlanOptions, RawStream, Runtime, with_device};
 #[cfg(not(loom))]
 use crate::sync::channel::RecvTimeoutError;
 use crate::sync::channel::{Receiver, Sender, bounded, unbounded};
@@ -146,6 +146,9 @@ impl Cache {
         match e.state.evict() {
             Evicted::Idle => {
                 retired.remove(&e.plan);
+                // Listed nowhere from here on (its destroy runs later, on the destroyer
+                // thread): its hits move to the counter now, so metrics never miss them.
+                e.dev.counters.hits_of_destroyed.fetch_add(e.hits.load(Ordering::Relaxed), Ordering::Relaxed);
                 // The caller destroys it (`Core::destroy`, which counts it back out).
                 self.core.destroying.fetch_add(1, Ordering::SeqCst);
                 Some(e.clone())
@@ -390,6 +393,7 @@ impl PlanPool {
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
+            open_batches: Mutex::new(HashMap::new()),
             destroying: Default::default(),
             creators: Creators::new(),
             undestroyed: Mutex::new(Vec::new()),
@@ -927,10 +931,12 @@ impl PlanPool {
             let cache: Arc<dyn Reclaim> = self.cache.clone();
             dev.ceiling.enlist(Arc::downgrade(&cache));
         }
-        // Over capacity (not at the ceiling): the victims are destroyed here, as before, so
-        // that a cache never holds more than its capacity alive once the miss returned.
+        // Over capacity (not at the ceiling): the victims go to the destroyer thread, never
+        // destroyed here. A destroy waits for the device's whole queue (`hipFree`), so an
+        // inline one would make the submitting thread pay that queue on every miss that
+        // evicts; the ceiling still counts each victim until its destroy returned.
         for v in victims {
-            self.core.destroy_doomed(v);
+            self.core.doom(v);
         }
         Ok(Lease::new(entry))
     }
@@ -1556,10 +1562,54 @@ impl PlanPool {
         let _ = self.completion_done.recv_timeout(left);
         self.destroy_free_events();
         let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
+        let batched = self.core.batched_leases();
+        if batched > 0 {
+            // Their streams may be gone by now: no event is recorded for them here.
+            tracing::warn!(count = batched, "shutdown: leases in batches never ended (PlanPool::end_batch); they stay held");
+        }
         if !still_leased.is_empty() {
             tracing::warn!(count = still_leased.len(), "shutdown: plans still leased; they are destroyed when released");
         }
         ShutdownReport { destroyed, still_leased, timed_out }
+    }
+
+    /// Ends the open batch of `stream` ([`Lease::release_in_batch`]): records one event
+    /// there, after which the completion thread releases every lease of the batch. Nothing
+    /// to end is not an error. If the event cannot be recorded the stream is synchronized
+    /// and the batch released; if that fails too, its leases stay held (logged) and the
+    /// error is returned.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the pool's runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let stream = runtime.stream_create()?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::R2C, &[400], 4))?;
+    /// // SAFETY: `stream` is live until its batch ends.
+    /// unsafe { lease.release_in_batch(stream) }?;
+    /// // SAFETY: as above.
+    /// unsafe { pool.end_batch(stream) }?;
+    /// # unsafe { runtime.stream_synchronize(stream)?; runtime.stream_destroy(stream)? };
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn end_batch(&self, stream: RawStream) -> Result<()> {
+        let mut result = Ok(());
+        for ((device, _), batch) in self.core.take_batches(stream) {
+            // SAFETY: the caller's promise, passed on.
+            if let Err((error, batch)) = unsafe { self.core.end_batch(device, stream, batch) } {
+                if let Err(e) = crate::pool::lease::release_after_failed(&self.core, device, stream, batch, error) {
+                    result = Err(e);
+                }
+            }
+        }
+        result
     }
 
     /// Wakes every waiter of every ceiling this pool uses.

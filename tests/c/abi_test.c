@@ -406,6 +406,22 @@ static void test_release_after(hfp_pool *pool) {
 
   EXPECT_ERR(hfp_pool_synchronize(NULL, NULL), HFP_INVALID_ARGUMENT, "`pool`");
   EXPECT_ERR(hfp_pool_synchronize(pool, bogus), HFP_RUNTIME_ERROR, "hipStreamSynchronize");
+
+  /* A batch on the null stream takes the release_after path (the null stream names a
+     different stream per thread); ending a batch with nothing in it is no error. */
+  EXPECT_ERR(hfp_lease_release_in_batch(NULL, NULL), HFP_INVALID_ARGUMENT, "`lease`");
+  EXPECT_ERR(hfp_pool_end_batch(NULL, NULL), HFP_INVALID_ARGUMENT, "`pool`");
+  fill(in, 2 * N, 12);
+  EXPECT_OK(hfp_acquire(pool, &d, &l));
+  work = malloc(hfp_lease_work_size(l) + 1);
+  EXPECT_OK(hfp_lease_exec(l, NULL, in, out, HFP_FORWARD, work));
+  EXPECT_OK(hfp_lease_release_in_batch(l, NULL));
+  EXPECT_OK(hfp_pool_end_batch(pool, NULL));
+  EXPECT_OK(hfp_pool_synchronize(pool, NULL));
+  naive_dft(in, want, N, -1, 0);
+  CHECK(rel_err(out, want, N) <= 1e-5);
+  CHECK(wait_idle(pool));
+  free(work);
 }
 
 static void test_metrics(hfp_pool *pool) {
