@@ -573,6 +573,151 @@ impl Bench {
     }
 }
 
+/// What a [`CallThread`] runs.
+enum Job {
+    Destroy(RawPlan),
+    Create(PlanDesc),
+    /// Destroy the previous plan, then create: both on one thread, as the raw loop does.
+    Both(Option<RawPlan>, PlanDesc),
+}
+
+/// A thread that runs plan calls for the caller, as the pool's destroyer and creation
+/// workers do; `spin`: both sides poll before they park.
+struct CallThread {
+    tx: crossbeam_channel::Sender<Job>,
+    rx: crossbeam_channel::Receiver<Result<(Option<RawPlan>, f64)>>,
+    spin: bool,
+}
+
+/// Receives; `spin`: polls for up to 2 ms first (longer than a creation), then parks, so
+/// idle polling threads do not take cores from the structures measured after them.
+fn recv_polled<T>(rx: &crossbeam_channel::Receiver<T>, spin: bool) -> Option<T> {
+    if spin {
+        let until = Instant::now() + Duration::from_millis(2);
+        while Instant::now() < until {
+            match rx.try_recv() {
+                Ok(v) => return Some(v),
+                Err(crossbeam_channel::TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            }
+        }
+    }
+    rx.recv().ok()
+}
+
+impl CallThread {
+    fn start(rt: Arc<dyn Runtime>, spin: bool) -> CallThread {
+        let (tx, job_rx) = crossbeam_channel::unbounded::<Job>();
+        let (done_tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            while let Some(job) = recv_polled(&job_rx, spin) {
+                let t = Instant::now();
+                let r = (|| -> Result<Option<RawPlan>> {
+                    match job {
+                        // SAFETY: see the note at the top of this file.
+                        Job::Destroy(p) => unsafe { rt.plan_destroy(p) }.map(|()| None),
+                        Job::Create(d) => rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan)),
+                        Job::Both(prev, d) => {
+                            if let Some(p) = prev {
+                                // SAFETY: see the note at the top of this file.
+                                unsafe { rt.plan_destroy(p) }?;
+                            }
+                            rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan))
+                        }
+                    }
+                })();
+                if done_tx.send(r.map(|p| (p, t.elapsed().as_secs_f64() * 1e6))).is_err() {
+                    break;
+                }
+            }
+        });
+        CallThread { tx, rx, spin }
+    }
+
+    /// Runs `job` there and waits: the plan it made, and the microseconds inside its calls.
+    fn run(&self, job: Job) -> Result<(Option<RawPlan>, f64)> {
+        let gone = || hipfft_pool::Error::Internal("a benchmark thread ended".into());
+        self.tx.send(job).map_err(|_| gone())?;
+        recv_polled(&self.rx, self.spin).ok_or_else(gone)?
+    }
+}
+
+impl Bench {
+    /// Why a miss on other threads costs more than the same calls inline: destroy + create of
+    /// the 26 shapes in turn (as the raw loop of `creation`), inline and through threads that
+    /// stand for the pool's (destroy on one, create on another, or both on one), each with
+    /// parking or polling waits, interleaved by round.
+    fn thread_structures(&self, reps: usize) -> Result<Value> {
+        const DISCARD: usize = 2;
+        const NAMES: [&str; 5] = [
+            "inline (the raw loop)",
+            "destroy on one thread, create on another, parking",
+            "destroy on one thread, create on another, polling 2 ms",
+            "both on one thread, parking",
+            "both on one thread, polling 2 ms",
+        ];
+        let rt = &*self.rt;
+        let n = self.shapes.len();
+        let threads: Vec<(CallThread, CallThread)> = [false, true, false, true]
+            .iter()
+            .map(|&spin| (CallThread::start(self.rt.clone(), spin), CallThread::start(self.rt.clone(), spin)))
+            .collect();
+        let mut total = vec![vec![Vec::new(); n]; NAMES.len()];
+        let mut in_calls = vec![vec![Vec::new(); n]; NAMES.len()];
+        let mut prev: Vec<Option<RawPlan>> = vec![None; NAMES.len()];
+        for rep in 0..DISCARD + reps {
+            for v in 0..NAMES.len() {
+                for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                    let t = Instant::now();
+                    let (plan, calls) = match v {
+                        0 => {
+                            if let Some(p) = prev[v].take() {
+                                // SAFETY: see the note at the top of this file.
+                                unsafe { rt.plan_destroy(p) }?;
+                            }
+                            let p = rt.plan_create(d, PlanOptions::default())?.plan;
+                            (p, t.elapsed().as_secs_f64() * 1e6)
+                        }
+                        1 | 2 => {
+                            let (a, b) = &threads[v - 1];
+                            let mut us = 0.0;
+                            if let Some(p) = prev[v].take() {
+                                us += a.run(Job::Destroy(p))?.1;
+                            }
+                            let (p, c) = b.run(Job::Create(*d))?;
+                            (p.expect("made"), us + c)
+                        }
+                        _ => {
+                            let (a, _) = &threads[v - 1];
+                            let (p, c) = a.run(Job::Both(prev[v].take(), *d))?;
+                            (p.expect("made"), c)
+                        }
+                    };
+                    let dt = t.elapsed().as_secs_f64() * 1e6;
+                    prev[v] = Some(plan);
+                    if rep >= DISCARD {
+                        total[v][i].push(dt);
+                        in_calls[v][i].push(calls);
+                    }
+                }
+            }
+        }
+        for p in prev.into_iter().flatten() {
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_destroy(p) }?;
+        }
+        let rows: Vec<Value> = NAMES
+            .iter()
+            .enumerate()
+            .map(|(v, name)| {
+                let mean = |x: &mut Vec<Vec<f64>>| x.iter_mut().map(|s| Stats::of(std::mem::take(s)).median).sum::<f64>() / n as f64;
+                json!({"structure": name, "mean_us": mean(&mut total[v]), "mean_in_calls_us": mean(&mut in_calls[v])})
+            })
+            .collect();
+        Ok(json!({"runtime": self.name, "rounds": reps, "structures": rows}))
+    }
+}
+
 impl Drop for Bench {
     fn drop(&mut self) {
         // SAFETY: see the note at the top of this file.
@@ -628,6 +773,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
     let mut rows = Vec::new();
     let mut creation = Vec::new();
     let busy: Option<Value>;
+    let structures: Option<Value>;
     {
         let b = Bench::new(primary, rt)?;
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
@@ -642,6 +788,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
         creation.push(b.creation(args.create_reps, args.pool_first)?);
         busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
+        structures = Some(b.thread_structures(args.create_reps)?);
     }
     let mut hip_skipped = None;
     let mut hip_info = None;
@@ -739,6 +886,18 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         );
         println!();
     }
+    if let Some(st) = &structures {
+        println!("Destroy + create of the 26 shapes in turn, mean of per-shape medians over {} rounds, us ({}): whole call, and inside the runtime's calls", st["rounds"], st["runtime"].as_str().unwrap_or("?"));
+        for r in st["structures"].as_array().into_iter().flatten() {
+            println!(
+                "  {:<52} {:>8.1} {:>8.1}",
+                r["structure"].as_str().unwrap_or("?"),
+                r["mean_us"].as_f64().unwrap_or(f64::NAN),
+                r["mean_in_calls_us"].as_f64().unwrap_or(f64::NAN)
+            );
+        }
+        println!();
+    }
     if let Some(b) = &busy {
         println!(
             "Plan creation on a busy GPU ({}): the submitting thread's ms per creation, median over {} rounds of the 26 shapes, with copies queued on another stream first",
@@ -800,6 +959,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             "variants": variants,
             "creation": creation,
             "busy_gpu_creation": busy,
+            "creation_thread_structures": structures,
         });
         let text = serde_json::to_string_pretty(&doc).expect("json");
         if let Err(e) = std::fs::write(path, text + "\n") {
