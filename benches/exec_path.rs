@@ -8,6 +8,8 @@
 //! - `pool_exec_release`: `acquire` + `Lease::exec` + release at once;
 //! - `pool_exec_release_after`: `acquire` + `Lease::exec` + `release_after(stream)` (an
 //!   event recorded, the lease handed to the completion thread);
+//! - `pool_exec_release_in_batch`: `acquire` + `Lease::exec` + `release_in_batch(stream)`,
+//!   the batch ended (one event) every 26 calls, as a host's commit would;
 //! - `pool_acquire_release`: `acquire` + release, no exec (the hit path, for reference).
 //!
 //! 26 probe shapes in turn, capacity 128, every plan cached.
@@ -67,6 +69,25 @@ fn exec_path(c: &mut Criterion) {
             unsafe { lease.release_after(stream) }.unwrap();
         })
     });
+    // Not 0, 1 or 2 (those names take the release_after path).
+    let batch_stream = RawStream(0x4000);
+    let mut i = 0;
+    g.bench_function("pool_exec_release_in_batch", |b| {
+        b.iter(|| {
+            i = if i + 1 == n { 0 } else { i + 1 };
+            let lease = pool.acquire(black_box(&shapes[i])).unwrap();
+            // SAFETY: the null runtime dereferences no handle and no pointer.
+            unsafe { lease.exec(batch_stream, input, output, dirs[i], Some(work)) }.unwrap();
+            // SAFETY: the null runtime dereferences no handle and no pointer.
+            unsafe { lease.release_in_batch(batch_stream) }.unwrap();
+            if i == 0 {
+                // SAFETY: as above.
+                unsafe { pool.end_batch(batch_stream) }.unwrap();
+            }
+        })
+    });
+    // SAFETY: as above.
+    unsafe { pool.end_batch(batch_stream) }.unwrap();
     let mut i = 0;
     g.bench_function("pool_acquire_release", |b| {
         b.iter(|| {

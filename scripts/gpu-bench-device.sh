@@ -175,7 +175,7 @@ ep = {k.split("/", 1)[1]: v for k, v in cpu.items() if k.startswith("exec_path/"
 if ep:
     p("| host cost per call over a runtime that does nothing | median ns |")
     p("|---|---|")
-    for k in ("raw_exec", "pool_acquire_release", "pool_exec_release", "pool_exec_release_after"):
+    for k in ("raw_exec", "pool_acquire_release", "pool_exec_release", "pool_exec_release_after", "pool_exec_release_in_batch"):
         if k in ep:
             p(f"| {k} | {ep[k]:.1f} |")
     p("")

@@ -49,7 +49,7 @@ pub(crate) struct Core {
     pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
     /// Leases released with `release_in_batch`, per (device, stream), waiting for the one
     /// event the batch's end records (`PlanPool::end_batch`, or the batch filling up).
-    pub open_batches: Mutex<HashMap<BatchKey, Batch>>,
+    pub open_batches: Mutex<HashMap<BatchKey, Batch, rustc_hash::FxBuildHasher>>,
     /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
     /// returned: `shutdown` waits for them as for retired plans.
     pub destroying: AtomicUsize,

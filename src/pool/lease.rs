@@ -487,23 +487,27 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn release_in_batch(self, stream: RawStream) -> Result<()> {
-        let core = self.entry.core.clone();
         // SAFETY: the caller's promise on `stream`.
-        let capturing = stream.0 <= 2 || matches!(unsafe { core.runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
+        let capturing =
+            stream.0 <= 2 || matches!(unsafe { self.entry.core.runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
+        let device = self.entry.desc.device;
         if capturing {
             // SAFETY: as above.
             return match unsafe { self.release_after(stream) } {
                 Ok(()) => Ok(()),
                 Err(ReleaseAfterError { error, lease }) => {
-                    release_after_failed(&core, lease.entry.desc.device, stream, vec![lease.into_entry()], error)
+                    let core = lease.entry.core.clone();
+                    release_after_failed(&core, device, stream, vec![lease.into_entry()], error)
                 }
             };
         }
-        let device = self.entry.desc.device;
         // SAFETY: the caller's promise, passed on.
         match unsafe { self.into_entry().release_in_batch(stream) } {
             Ok(()) => Ok(()),
-            Err((error, batch)) => release_after_failed(&core, device, stream, batch, error),
+            Err((error, batch)) => match batch.first().map(|e| e.core.clone()) {
+                Some(core) => release_after_failed(&core, device, stream, batch, error),
+                None => Err(error),
+            },
         }
     }
 

@@ -393,7 +393,7 @@ impl PlanPool {
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
-            open_batches: Mutex::new(HashMap::new()),
+            open_batches: Mutex::new(HashMap::with_hasher(FxBuildHasher)),
             destroying: Default::default(),
             creators: Creators::new(),
             undestroyed: Mutex::new(Vec::new()),
