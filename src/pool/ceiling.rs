@@ -190,6 +190,11 @@ impl LiveCeiling {
 
     /// Waits until the epoch differs from `seen` or `deadline` passes. Returns false on timeout.
     pub fn wait_for_change(&self, seen: u64, deadline: Instant) -> bool {
+        // Poll first (the caller is registered, so a change bumps the epoch either way): a
+        // slot given back within the poll budget wakes no parked thread.
+        if crate::sync::thread::poll_until(Some(deadline), || self.epoch.load(Ordering::SeqCst) != seen) {
+            return true;
+        }
         let mut guard = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         loom_sc_fence();

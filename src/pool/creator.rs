@@ -13,7 +13,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
@@ -82,8 +82,24 @@ impl Creators {
             .name(format!("hipfft-pool-create-{n}"))
             .spawn(move || {
                 idle.fetch_add(1, Ordering::SeqCst);
-                // Ends when the pool (every sender) is gone.
-                while let Ok(job) = rx.recv() {
+                // Ends when the pool (every sender) is gone. Polls before it parks: the
+                // next miss of a thrashing workload finds this thread awake and its core hot.
+                let next = |rx: &Receiver<Job>| {
+                    let mut got = None;
+                    crate::sync::thread::poll_until(None, || match rx.try_recv() {
+                        Ok(j) => {
+                            got = Some(j);
+                            true
+                        }
+                        Err(crossbeam_channel::TryRecvError::Empty) => false,
+                        Err(crossbeam_channel::TryRecvError::Disconnected) => true,
+                    });
+                    match got {
+                        Some(j) => Ok(j),
+                        None => rx.recv(),
+                    }
+                };
+                while let Ok(job) = next(&rx) {
                     idle.fetch_sub(1, Ordering::SeqCst);
                     if catch_unwind(AssertUnwindSafe(job)).is_err() {
                         tracing::error!("a plan-creation job panicked outside its own guard");
@@ -112,11 +128,13 @@ enum HandoffState<T> {
 pub(crate) struct Handoff<T> {
     state: Mutex<HandoffState<T>>,
     cond: Condvar,
+    /// Set once a value was delivered, so that the waiter can poll before it parks.
+    delivered: AtomicBool,
 }
 
 impl<T> Handoff<T> {
     pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Handoff { state: Mutex::new(HandoffState::Waiting), cond: Condvar::new() })
+        Arc::new(Handoff { state: Mutex::new(HandoffState::Waiting), cond: Condvar::new(), delivered: AtomicBool::new(false) })
     }
 
     /// The worker's side: hands `value` over, or gives it back when the waiter gave up.
@@ -125,6 +143,7 @@ impl<T> Handoff<T> {
         match *s {
             HandoffState::Waiting => {
                 *s = HandoffState::Done(value);
+                self.delivered.store(true, Ordering::Release);
                 self.cond.notify_all();
                 None
             }
@@ -135,6 +154,9 @@ impl<T> Handoff<T> {
     /// The waiter's side: the value, or `None` when the deadline passed first (the worker
     /// then keeps it).
     pub(crate) fn wait(&self, deadline: Instant) -> Option<T> {
+        // Poll before parking: a creation that returns within the poll budget hands over
+        // without a wake-up. The state below is still read under the lock.
+        crate::sync::thread::poll_until(Some(deadline), || self.delivered.load(Ordering::Acquire));
         let mut s = lock(&self.state);
         loop {
             if matches!(*s, HandoffState::Done(_)) {

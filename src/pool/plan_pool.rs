@@ -407,7 +407,20 @@ impl PlanPool {
             #[cfg(not(loom))]
             loop {
                 const RETRY: Duration = Duration::from_millis(50);
-                match destroyer_rx.recv_timeout(RETRY) {
+                // Polls before it parks, as the creation workers do (`poll_until`).
+                let mut got = None;
+                thread::poll_until(None, || match destroyer_rx.try_recv() {
+                    Ok(e) => {
+                        got = Some(e);
+                        true
+                    }
+                    Err(_) => false,
+                });
+                let next = match got {
+                    Some(e) => Ok(e),
+                    None => destroyer_rx.recv_timeout(RETRY),
+                };
+                match next {
                     Ok(entry) => {
                         let core = entry.core.clone();
                         core.destroy_doomed(entry);

@@ -30,3 +30,63 @@ pub(crate) fn pause(d: Duration) {
     #[cfg(not(loom))]
     std::thread::sleep(d);
 }
+
+/// How long the pool's hand-offs poll before they park: 2 ms (longer than most plan
+/// creations), or none on a machine with fewer than 4 cores, where a polling thread would
+/// take the core the thread it waits for needs.
+///
+/// Why poll at all: on the H200 host a plan creation and destroy handed to parked threads took
+/// 1.3 to 1.7x the same calls inline, and polling on one thread brought it back to 1.0x
+/// (`gpu_bench`'s thread structures, docs/performance.md): a parked thread's wake-up, and cuFFT
+/// running on a core that had gone idle, are most of a miss's cost above the calls.
+#[cfg(not(loom))]
+pub(crate) fn poll_budget() -> Duration {
+    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        if let Ok(v) = std::env::var("HIPFFT_POOL_POLL_US") {
+            if let Ok(us) = v.trim().parse::<u64>() {
+                return Duration::from_micros(us.min(100_000));
+            }
+        }
+        match std::thread::available_parallelism() {
+            Ok(n) if n.get() >= 4 => Duration::from_millis(2),
+            _ => Duration::ZERO,
+        }
+    })
+}
+
+/// Polls `ready` until it says true, for at most [`poll_budget`] and never past `deadline`;
+/// whether it did. Under loom it never polls (the caller parks as before), so the models
+/// explore the parking protocol unchanged.
+#[inline]
+pub(crate) fn poll_until(deadline: Option<std::time::Instant>, mut ready: impl FnMut() -> bool) -> bool {
+    #[cfg(loom)]
+    {
+        let _ = (deadline, &mut ready);
+        false
+    }
+    #[cfg(not(loom))]
+    {
+        let budget = poll_budget();
+        if budget.is_zero() {
+            return false;
+        }
+        let start = std::time::Instant::now();
+        let mut until = start + budget;
+        if let Some(d) = deadline {
+            until = until.min(d);
+        }
+        let mut spins = 0u32;
+        loop {
+            if ready() {
+                return true;
+            }
+            spins += 1;
+            // A clock read every 64 polls keeps the loop's cost in the polling, not the clock.
+            if spins % 64 == 0 && std::time::Instant::now() >= until {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
