@@ -60,6 +60,29 @@ impl Creators {
         self.submit_to_worker(job)
     }
 
+    /// Runs `run(value)` on a worker, or gives `value` back when none can run it (no worker could be
+    /// started; under loom, where there are no workers). For the destroy that frees the slot
+    /// a miss at the ceiling waits for: on a worker, which then (polling) takes the miss's
+    /// creation right after it, destroy and create run in turn on one thread with a hot core,
+    /// as in the raw loop (see `sync::thread::poll_budget`).
+    pub(crate) fn try_submit<T: Send + 'static>(&self, value: T, run: fn(T)) -> std::result::Result<(), T> {
+        #[cfg(loom)]
+        {
+            let _ = run;
+            return Err(value);
+        }
+        #[cfg(not(loom))]
+        {
+            if self.idle.load(Ordering::SeqCst) == 0 && self.spawn_worker().is_err() && self.started.load(Ordering::SeqCst) == 0 {
+                return Err(value);
+            }
+            // Cannot fail: `self.rx` keeps the channel open as long as `self` lives.
+            let sent = self.tx.send(Box::new(move || run(value)));
+            debug_assert!(sent.is_ok());
+            Ok(())
+        }
+    }
+
     #[cfg(not(loom))]
     fn submit_to_worker(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
         if self.idle.load(Ordering::SeqCst) == 0 {

@@ -765,7 +765,12 @@ impl PlanPool {
                 }
                 Step::Evicted(entry) => {
                     evicted_since_wake = true;
-                    self.core.doom(entry);
+                    // On a creation worker, so that the creation this miss makes next runs on
+                    // the thread that just destroyed (the destroyer thread when none can).
+                    let job = (self.core.clone(), entry);
+                    if let Err((_, entry)) = self.core.creators.try_submit(job, |(core, e)| core.destroy_doomed(e)) {
+                        self.core.doom(entry);
+                    }
                 }
                 Step::Wait => {
                     // Nothing idle of our own: another pool at this ceiling may sit on idle
