@@ -231,7 +231,11 @@ fn a_destroy_that_blocks_is_named() {
     for label in ["legacy cap=8", "pool cap=8 ceil=8"] {
         let r = &runs(by_label(&s.json, label))[0];
         assert_eq!(r["outcome"], "hang", "{}", brief(&s.report));
-        assert_eq!(r["counts_at_stop"]["calls"], "destroy", "{r}");
+        // One blocked destroy, or more: a miss at the ceiling hands its victim's destroy to a
+        // creation worker, so a second eviction's destroy (after a wake-up) runs beside the
+        // first instead of queueing behind it on the destroyer thread. Either names the call.
+        let calls = r["counts_at_stop"]["calls"].as_str().unwrap_or("");
+        assert!(calls == "destroy" || calls.starts_with("destroyx"), "{r}");
         // The first eviction: the 9th distinct shape.
         assert_eq!(r["stopped_at"]["pos"], 8, "{r}");
     }
