@@ -116,6 +116,15 @@ class Lease {
     executed_ = false;
   }
 
+  // Releases once the work enqueued on `stream` up to the end of its batch completes
+  // (Pool::end_batch records the one event of the batch); `stream` lives until then. The
+  // lease is consumed even when an error is thrown.
+  void release_in_batch(void* stream) {
+    hfp_lease* l = std::exchange(raw_, nullptr);
+    executed_ = false;
+    detail::check(hfp_lease_release_in_batch(l, stream));
+  }
+
  private:
   void reset() noexcept {
     if (raw_ == nullptr) {
@@ -223,6 +232,8 @@ class Pool {
   void trim() const { detail::check(hfp_pool_trim(raw_)); }
   void set_capacity(std::size_t capacity) const { detail::check(hfp_pool_set_capacity(raw_, capacity)); }
   void synchronize(void* stream) const { detail::check(hfp_pool_synchronize(raw_, stream)); }
+  // Ends the batch of `stream` (Lease::release_in_batch): one event covers all of it.
+  void end_batch(void* stream) const { detail::check(hfp_pool_end_batch(raw_, stream)); }
 
   // The C hook: `hook(ctx)` must not throw (see hfp_pool_set_flush_hook).
   void set_flush_hook(void (*hook)(void*), void* ctx) const {

@@ -218,6 +218,11 @@ void test_adapter() {
   check(!again && moved, "leases move");
   moved.release_after(nullptr);
   pool.synchronize(nullptr);
+  hfp::Lease batched = pool.acquire(b);
+  batched.release_in_batch(nullptr);  // the null stream takes the release_after path
+  check(!batched, "release_in_batch empties the lease");
+  pool.end_batch(nullptr);
+  pool.synchronize(nullptr);
   check(pool.metrics_text().find("hipfft_pool_capacity") != std::string::npos, "metrics_text");
 }
 
