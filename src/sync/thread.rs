@@ -83,7 +83,7 @@ pub(crate) fn poll_until(deadline: Option<std::time::Instant>, mut ready: impl F
             }
             spins += 1;
             // A clock read every 64 polls keeps the loop's cost in the polling, not the clock.
-            if spins % 64 == 0 && std::time::Instant::now() >= until {
+            if spins.is_multiple_of(64) && std::time::Instant::now() >= until {
                 return false;
             }
             std::hint::spin_loop();
