@@ -446,3 +446,27 @@ fn metrics_match_the_runtime_after_a_workload() {
     assert_eq!(m.live, sim.live_handles());
     assert_eq!(sim.live_handles(), 0);
 }
+
+#[test]
+fn shutdown_destroys_evicted_plans_still_queued_for_the_destroyer() {
+    // The destroyer is busy with one evicted plan (each destroy takes 100 ms) while another
+    // waits in its queue; shutdown takes the queued one itself and must count it out of the
+    // idle destroys it waits for, or it waits out its whole timeout and reports one.
+    let (sim, rt) = sim(SimConfig { destroy_latency: Duration::from_millis(100), ..SimConfig::default() });
+    let pool = pool(&rt, 1, 4, Duration::from_secs(5));
+    for n in [8, 16] {
+        drop(pool.acquire(&c2c(n, 1)).unwrap());
+    }
+    // 32 evicts 16 into the queue while the destroyer is still on 8; its lease, held across
+    // the start of the shutdown, keeps the shutdown from destroying anything inline first.
+    let held = pool.acquire(&c2c(32, 1)).unwrap();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        drop(held);
+    });
+    let report = pool.shutdown();
+    releaser.join().unwrap();
+    assert!(!report.timed_out, "shutdown waited out its timeout: {report:?}");
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.created_total(), sim.destroyed_total());
+}

@@ -1554,7 +1554,9 @@ impl PlanPool {
         let deadline = Instant::now() + self.shutdown_timeout;
         let timed_out = loop {
             while let Ok(e) = self.retire_rx.try_recv() {
-                self.core.destroy_retired(e);
+                // Retired plans and evicted idle ones share the queue: `destroy_doomed` tells
+                // them apart (an idle one must also leave `destroying`, which this loop waits on).
+                self.core.destroy_doomed(e);
                 destroyed += 1;
             }
             // Creations first, then idle destroys, then the retired set: a plan leaves each
