@@ -5,9 +5,17 @@ use super::*;
 
 pub(super) fn table(results: &[ConfigResult]) -> String {
     let w = results.iter().map(|r| r.config.label.len()).max().unwrap_or(13).max(13);
+    // The calls column grows with what it holds ("destroyx2" when two destroys block).
+    let cw = results
+        .iter()
+        .flat_map(|r| r.runs.iter())
+        .filter_map(|r| r.counts_at_stop.as_ref().map(|k| k.calls.chars().count()))
+        .max()
+        .unwrap_or(0)
+        .max(7);
     let mut o = String::new();
-    o.push_str(&format!("{:<w$}  run  result  in call  {:<44}  live  peak  time\n", "configuration", "stopped at"));
-    o.push_str(&format!("{}  ---  ------  -------  {}  ----  ----  -------\n", "-".repeat(w), "-".repeat(44)));
+    o.push_str(&format!("{:<w$}  run  result  {:<cw$}  {:<44}  live  peak  time\n", "configuration", "in call", "stopped at"));
+    o.push_str(&format!("{}  ---  ------  {}  {}  ----  ----  -------\n", "-".repeat(w), "-".repeat(cw), "-".repeat(44)));
     for cr in results {
         if let Some(why) = &cr.rejected {
             o.push_str(&format!("{:<w$}  -    {why}\n", cr.config.label));
@@ -32,7 +40,7 @@ pub(super) fn table(results: &[ConfigResult]) -> String {
                 _ => ("-".into(), "-".into()),
             };
             let peak = r.peak_live.map_or("-".into(), |p| p.to_string());
-            o.push_str(&format!("{:<w$}  {:<3}  {res:<6}  {call:<7}  {at:<44}  {live:<4}  {peak:<4}  {:>6.2}s\n", cr.config.label, r.run, r.elapsed_s));
+            o.push_str(&format!("{:<w$}  {:<3}  {res:<6}  {call:<cw$}  {at:<44}  {live:<4}  {peak:<4}  {:>6.2}s\n", cr.config.label, r.run, r.elapsed_s));
         }
     }
     o
