@@ -5,16 +5,12 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::Criterion;
 use hfp_baseline::Baseline;
 use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
-use hipfft_pool::{
-    CreatedPlan, DevicePtr, Direction, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawEvent, RawPlan, RawStream,
-    Result, Runtime, RuntimeInfo, RuntimeKind, TransformType,
-};
+use hipfft_pool::{PlanDesc, PlanOptions, PlanPool, PoolConfig, RawPlan, Runtime, TransformType};
 
 /// Short measurements: `cargo bench` on two cores in a few minutes. Command-line flags
 /// (`-- --measurement-time 10 --sample-size 100`) override these.
@@ -169,87 +165,5 @@ pub fn thread_counts() -> Vec<usize> {
     v
 }
 
-/// A runtime that does nothing and answers at once: plans are numbers, work sizes 0.
-/// Measures the pool's own costs with no runtime bookkeeping under them.
-#[derive(Default)]
-pub struct NullRuntime {
-    next: AtomicUsize,
-}
-
-// SAFETY: no call of this runtime dereferences anything, so the made-up pointers and handles
-// it returns are valid for every call it makes (none touches memory).
-unsafe impl Runtime for NullRuntime {
-    fn kind(&self) -> RuntimeKind {
-        RuntimeKind::Sim
-    }
-    fn info(&self) -> RuntimeInfo {
-        RuntimeInfo::default()
-    }
-    fn device_count(&self) -> Result<i32> {
-        Ok(1)
-    }
-    fn current_device(&self) -> Result<i32> {
-        Ok(0)
-    }
-    fn set_device(&self, _device: i32) -> Result<()> {
-        Ok(())
-    }
-    fn plan_create(&self, _desc: &PlanDesc, _options: PlanOptions) -> Result<CreatedPlan> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        Ok(CreatedPlan { plan: RawPlan(0x1000 + n * 16), work_size: 0 })
-    }
-    unsafe fn plan_exec(
-        &self,
-        _plan: RawPlan,
-        _transform: TransformType,
-        _stream: RawStream,
-        _work_area: Option<DevicePtr>,
-        _input: DevicePtr,
-        _output: DevicePtr,
-        _direction: Direction,
-    ) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn plan_destroy(&self, _plan: RawPlan) -> Result<()> {
-        Ok(())
-    }
-    fn event_create(&self) -> Result<RawEvent> {
-        Ok(RawEvent(1))
-    }
-    unsafe fn event_record(&self, _event: RawEvent, _stream: RawStream) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn event_query(&self, _event: RawEvent) -> Result<bool> {
-        Ok(true)
-    }
-    unsafe fn event_synchronize(&self, _event: RawEvent) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn event_destroy(&self, _event: RawEvent) -> Result<()> {
-        Ok(())
-    }
-    fn stream_create(&self) -> Result<RawStream> {
-        Ok(RawStream(1))
-    }
-    unsafe fn stream_synchronize(&self, _stream: RawStream) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn stream_destroy(&self, _stream: RawStream) -> Result<()> {
-        Ok(())
-    }
-    fn malloc(&self, bytes: usize) -> Result<DevicePtr> {
-        Ok(DevicePtr(0x10_0000 + bytes))
-    }
-    unsafe fn free(&self, _ptr: DevicePtr) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn memcpy_htod(&self, _dst: DevicePtr, _src: &[u8]) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn memcpy_dtoh(&self, _dst: &mut [u8], _src: DevicePtr) -> Result<()> {
-        Ok(())
-    }
-    unsafe fn memcpy_dtod_async(&self, _dst: DevicePtr, _src: DevicePtr, _bytes: usize, _stream: RawStream) -> Result<()> {
-        Ok(())
-    }
-}
+#[allow(unused_imports)] // not every bench runs over it
+pub use hipfft_pool::runtime::null::NullRuntime;

@@ -214,6 +214,51 @@ struct Awaiting {
     at: Option<(u64, Arc<CaptureClock>)>,
 }
 
+/// The leases whose release waits (see `Engine::deferred`), and whether there are any: every
+/// execution drains them, and the common case (none) must not take a lock shared by all.
+#[derive(Default)]
+struct DeferredReleases {
+    list: Mutex<Vec<(Lease, RawStream)>>,
+    any: AtomicBool,
+}
+
+/// The deferred list, locked; on unlock `any` follows its length.
+struct DeferredGuard<'a> {
+    guard: parking_lot::MutexGuard<'a, Vec<(Lease, RawStream)>>,
+    any: &'a AtomicBool,
+}
+
+impl DeferredReleases {
+    fn lock(&self) -> DeferredGuard<'_> {
+        DeferredGuard { guard: self.list.lock(), any: &self.any }
+    }
+
+    /// No release was deferred when last unlocked. One deferred by another thread just now
+    /// may be missed; the next call that drains takes it.
+    fn looks_empty(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+}
+
+impl std::ops::Deref for DeferredGuard<'_> {
+    type Target = Vec<(Lease, RawStream)>;
+    fn deref(&self) -> &Self::Target {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for DeferredGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.guard
+    }
+}
+
+impl Drop for DeferredGuard<'_> {
+    fn drop(&mut self) {
+        self.any.store(!self.guard.is_empty(), Ordering::Release);
+    }
+}
+
 /// The interposer of one process.
 pub struct Engine {
     pub flavor: Flavor,
@@ -239,7 +284,7 @@ pub struct Engine {
     /// on a stream that the framework's own thread may be capturing (the record would join,
     /// or break, that capture). Drained by the next call that sets or executes on that stream
     /// outside a capture, by synchronize, and by the flush hook.
-    deferred: Mutex<Vec<(Lease, RawStream)>>,
+    deferred: DeferredReleases,
     /// Pinned leases of destroyed handles, waiting for proof that the graphs captured with
     /// them were launched. A framework may destroy a handle before the graph that captured
     /// its execution is launched (MLX does: natively at a small cache it then crashes), so an
@@ -257,6 +302,19 @@ pub struct Engine {
     clocks: Mutex<FxHashMap<usize, Arc<CaptureClock>>>,
     library: String,
     _server: Option<MetricsServer>,
+}
+
+/// Only an engine of [`Engine::over_runtime`] is ever dropped (the process's lives in a
+/// static). Its handles' leases go back before its pool shuts down, which would otherwise
+/// wait out its timeout for plans they still hold.
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let handles = std::mem::take(self.handles.get_mut());
+        drop(handles);
+        let deferred = std::mem::take(&mut *self.deferred.lock());
+        drop(deferred);
+        self.awaiting_launch.get_mut().clear();
+    }
 }
 
 /// The process's engine for `flavor`, made on first use.
@@ -317,6 +375,64 @@ impl Engine {
                 ));
             }
         };
+        let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
+            Ok(addr) if !addr.is_empty() => Some(addr),
+            _ => None,
+        };
+        let built = Engine::build(flavor, config, rt, sim, library, (policy, run_release, budget), server.as_deref())?;
+        // A miss at a full ceiling first asks for the sticky leases back (the engine exists
+        // by the time any acquire can miss).
+        built.pool.set_flush_hook(Some(Arc::new(move || {
+            if let Ok(e) = engine(flavor) {
+                e.release_sticky();
+            }
+        })));
+        register_exit_hook();
+        Ok(built)
+    }
+
+    /// An engine of its own over `rt`, beside the process's (which [`engine`] makes from
+    /// the environment): for benchmarks and tests that measure the interposer over a
+    /// runtime of their choosing, such as [`hipfft_pool::runtime::null::NullRuntime`]. The
+    /// capture policy, run release and arena budget are the defaults; no metrics server,
+    /// no exit hook.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hipfft_pool::runtime::null::NullRuntime;
+    /// use hipfft_pool::{DevicePtr, PoolConfig};
+    /// use hipfft_pool_intercept::{Engine, ExecKind, Flavor, PlanRequest};
+    ///
+    /// let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
+    /// let e = Engine::over_runtime(Flavor::Cufft, config, Arc::new(NullRuntime::default())).unwrap();
+    /// let h = e.plan(&PlanRequest::basic(0x29, &[256], 1).unwrap(), "cufftPlan1d").unwrap(); // C2C
+    /// let (x, y) = (DevicePtr(0x1000), DevicePtr(0x2000));
+    /// e.exec(h, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
+    /// assert_eq!(e.pool().metrics().creations, 1);
+    /// ```
+    pub fn over_runtime(flavor: Flavor, config: PoolConfig, rt: Arc<dyn Runtime>) -> Result<Arc<Engine>, Fail> {
+        let defaults = (CapturePolicy::Auto, RunRelease::AtRun, crate::arena::DEFAULT_BUDGET);
+        let e = Arc::new(Engine::build(flavor, config, rt, None, "given".into(), defaults, None)?);
+        let weak = Arc::downgrade(&e);
+        e.pool.set_flush_hook(Some(Arc::new(move || {
+            if let Some(e) = weak.upgrade() {
+                e.release_sticky();
+            }
+        })));
+        Ok(e)
+    }
+
+    fn build(
+        flavor: Flavor,
+        config: PoolConfig,
+        rt: Arc<dyn Runtime>,
+        sim: Option<Arc<SimRuntime>>,
+        library: String,
+        (policy, run_release, budget): (CapturePolicy, RunRelease, usize),
+        metrics_addr: Option<&str>,
+    ) -> Result<Engine, Fail> {
         let ceiling = config.live_ceiling;
         let pin_limit = match std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT") {
             Err(_) => ceiling / 2,
@@ -329,24 +445,16 @@ impl Engine {
         // `HIPFFT_POOL_MANIFEST_OUT` names is written by the exit hook (this pool is never
         // dropped).
         let pool = PlanPool::new_shared(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?;
-        // A miss at a full ceiling first asks for the sticky leases back (the engine exists
-        // by the time any acquire can miss).
-        pool.set_flush_hook(Some(Arc::new(move || {
-            if let Ok(e) = engine(flavor) {
-                e.release_sticky();
-            }
-        })));
-        let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
-            Ok(addr) if !addr.is_empty() => match MetricsServer::start(&addr, &pool) {
+        let server = match metrics_addr {
+            Some(addr) => match MetricsServer::start(addr, &pool) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     warn(&format!("HIPFFT_POOL_METRICS_ADDR={addr}: {e}; not serving metrics"));
                     None
                 }
             },
-            _ => None,
+            None => None,
         };
-        register_exit_hook();
         Ok(Engine {
             flavor,
             pool,
@@ -364,7 +472,7 @@ impl Engine {
             pin_limit,
             release_generation: AtomicU64::new(0),
             counts: Counts::default(),
-            deferred: Mutex::new(Vec::new()),
+            deferred: DeferredReleases::default(),
             awaiting_launch: Mutex::new(Vec::new()),
             clocks: Mutex::new(FxHashMap::default()),
             work_sizes: Mutex::new(FxHashMap::default()),
@@ -668,6 +776,9 @@ impl Engine {
     /// capturing now (each after the work enqueued on it so far).
     fn drain_deferred(&self, only: Option<RawStream>) {
         self.collect_proven_awaiting();
+        if self.deferred.looks_empty() {
+            return;
+        }
         let ready: Vec<(Lease, RawStream)> = {
             let mut d = self.deferred.lock();
             if d.is_empty() {

@@ -5,6 +5,11 @@
 //! reported once while it lasts (an error log with the descriptor, live counts, thread and
 //! elapsed time) and counts in the `stalled` gauge until it returns. The library never kills
 //! anything: a stalled call is information for a person.
+//!
+//! A call registers in its own thread's list ([`ThreadCalls`]), so entering and leaving take
+//! an uncontended lock on a line only that thread writes: every execution registers, and a
+//! lock shared by all threads cost half the interposer's host time per execution. The
+//! scanners walk every thread's list and take the calls of their own watchdog.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -57,91 +62,176 @@ pub struct StalledCall {
     pub message: String,
 }
 
+#[derive(Clone, Copy)]
 struct Call {
     kind: CallKind,
     /// Valid while the call is registered: the caller holds its device (and so its
     /// ceiling) for the whole call, and the registration ends before the call returns.
     ceiling: *const dyn LiveCounts,
-    desc: PlanDesc,
-    thread: Arc<str>,
+    /// Valid while the call is registered, as `ceiling`: the guard borrows it (no copy of
+    /// the descriptor on the hot path).
+    desc: *const PlanDesc,
+    /// The [`Watchdog::id`] it registered with.
+    dog: u64,
     /// Scans that have seen this call; it is stalled once they span the threshold.
     age: u32,
     reported: bool,
 }
 
-// SAFETY: `ceiling` is only read under the slab lock while the call is registered (see above).
+impl Call {
+    /// Only under the lock of the list holding the call, while it is registered.
+    fn desc(&self) -> &PlanDesc {
+        // SAFETY: see `Call::desc`; the caller holds the list's lock.
+        unsafe { &*self.desc }
+    }
+}
+
+// SAFETY: `ceiling` and `desc` are only read under the lock of the list holding the call while it is
+// registered (see above).
 unsafe impl Send for Call {}
 
+#[cfg_attr(loom, allow(dead_code))]
+/// One thread's registered calls (none or one, more only when calls nest), in slots that
+/// keep their index while registered. Only its thread writes it, apart from the scans.
+struct ThreadCalls {
+    name: Arc<str>,
+    calls: parking_lot::Mutex<Vec<Option<Call>>>,
+}
+
+/// Every thread that registered a call, for the scanners; a thread's list goes with it.
+#[cfg_attr(loom, allow(dead_code))]
+static THREADS: parking_lot::Mutex<Vec<Weak<ThreadCalls>>> = parking_lot::Mutex::new(Vec::new());
+
+thread_local! {
+    /// The calling thread's list, registered in [`THREADS`] on its first call.
+    static MINE: Arc<ThreadCalls> = {
+        let t = std::thread::current();
+        let name: Arc<str> = match t.name() {
+            Some(n) => n.into(),
+            None => format!("{:?}", t.id()).into(),
+        };
+        let mine = Arc::new(ThreadCalls { name, calls: parking_lot::Mutex::new(Vec::new()) });
+        let mut all = THREADS.lock();
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(&mine));
+        mine
+    };
+}
+
+/// Where a call goes when its thread's list cannot be reached (a thread-local destructor
+/// running, or the loom build, whose model threads share one OS thread's locals).
 #[derive(Default)]
 struct Slab {
-    calls: Vec<Option<Call>>,
+    calls: Vec<Option<(Call, Arc<str>)>>,
     free: Vec<usize>,
 }
 
-/// Registered calls. Entering and leaving cost a lock and a slot, no allocation once the
-/// slab has grown, no clock read: the scanning thread ages the calls instead.
+/// Registered calls. Entering and leaving cost an uncontended lock, no allocation once a
+/// thread's list has grown, no clock read: the scanning thread ages the calls instead.
 pub(crate) struct Watchdog {
+    id: u64,
     threshold: Duration,
     period: Duration,
     slab: parking_lot::Mutex<Slab>,
 }
 
-thread_local! {
-    /// The calling thread's name, made once per thread.
-    static THREAD_NAME: Arc<str> = {
-        let t = std::thread::current();
-        match t.name() {
-            Some(n) => n.into(),
-            None => format!("{:?}", t.id()).into(),
-        }
-    };
-}
 
 pub(crate) struct CallGuard<'a> {
     dog: &'a Watchdog,
-    slot: usize,
+    at: Registered,
+    /// The registered call's descriptor lives at least as long as the guard.
+    _desc: std::marker::PhantomData<&'a PlanDesc>,
+}
+
+#[cfg_attr(loom, allow(dead_code))]
+enum Registered {
+    /// Slot `usize` of the calling thread's list. The pointer is the thread-local `Arc`'s,
+    /// alive as long as the thread, and the guard never leaves the thread (it is `!Send`).
+    Thread(*const ThreadCalls, usize),
+    Slab(usize),
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        let mut slab = self.dog.slab.lock();
-        let call = slab.calls[self.slot].take();
-        slab.free.push(self.slot);
-        drop(slab);
+        let call = match self.at {
+            Registered::Thread(mine, slot) => {
+                // SAFETY: see `Registered::Thread`.
+                let mine = unsafe { &*mine };
+                let mut calls = mine.calls.lock();
+                let call = calls[slot].take();
+                while calls.last().is_some_and(Option::is_none) {
+                    calls.pop();
+                }
+                call
+            }
+            Registered::Slab(slot) => {
+                let mut slab = self.dog.slab.lock();
+                let call = slab.calls[slot].take().map(|(c, _)| c);
+                slab.free.push(slot);
+                call
+            }
+        };
         if let Some(c) = call
             && c.reported
         {
-            tracing::warn!(call = c.kind.api_name(), desc = %c.desc, "a stalled call returned");
+            // SAFETY: the guard borrows the descriptor (`_desc`).
+            let desc = unsafe { &*c.desc };
+            tracing::warn!(call = c.kind.api_name(), desc = %desc, "a stalled call returned");
         }
     }
 }
 
 impl Watchdog {
     pub(crate) fn new(threshold: Duration) -> Self {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let period = (threshold / 4).clamp(Duration::from_millis(5), Duration::from_millis(500));
-        Watchdog { threshold, period, slab: Default::default() }
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Watchdog { id, threshold, period, slab: Default::default() }
     }
 
     /// Registers a call until the guard drops. `ceiling` is the call's device's: a raw
     /// pointer to it is kept (no reference count on the hot path), valid because the caller
     /// holds the `Arc` for longer than the guard.
-    pub(crate) fn enter<C: LiveCounts + 'static>(&self, kind: CallKind, desc: &PlanDesc, ceiling: &Arc<C>) -> CallGuard<'_> {
-        let thread = THREAD_NAME.with(|n| n.clone());
+    pub(crate) fn enter<'a, C: LiveCounts + 'static>(&'a self, kind: CallKind, desc: &'a PlanDesc, ceiling: &Arc<C>) -> CallGuard<'a> {
         let ceiling: *const C = Arc::as_ptr(ceiling);
         let ceiling = ceiling as *const dyn LiveCounts;
-        let call = Call { kind, ceiling, desc: *desc, thread, age: 0, reported: false };
+        let call = Call { kind, ceiling, desc, dog: self.id, age: 0, reported: false };
+        #[cfg(not(loom))]
+        let call = match MINE.try_with(|mine| {
+            let mut calls = mine.calls.lock();
+            calls.push(Some(call));
+            (Arc::as_ptr(mine), calls.len() - 1)
+        }) {
+            Ok((mine, slot)) => return CallGuard { dog: self, at: Registered::Thread(mine, slot), _desc: std::marker::PhantomData },
+            Err(_) => call,
+        };
+        let thread: Arc<str> = format!("{:?}", std::thread::current().id()).into();
         let mut slab = self.slab.lock();
         let slot = match slab.free.pop() {
             Some(i) => {
-                slab.calls[i] = Some(call);
+                slab.calls[i] = Some((call, thread));
                 i
             }
             None => {
-                slab.calls.push(Some(call));
+                slab.calls.push(Some((call, thread)));
                 slab.calls.len() - 1
             }
         };
-        CallGuard { dog: self, slot }
+        CallGuard { dog: self, at: Registered::Slab(slot), _desc: std::marker::PhantomData }
+    }
+
+    /// Runs `f` on each call registered with this watchdog and the name of its thread,
+    /// under the lock of the list holding it.
+    fn each_call(&self, mut f: impl FnMut(&mut Call, &str)) {
+        let threads: Vec<Arc<ThreadCalls>> = THREADS.lock().iter().filter_map(Weak::upgrade).collect();
+        for t in &threads {
+            for c in t.calls.lock().iter_mut().flatten().filter(|c| c.dog == self.id) {
+                f(c, &t.name);
+            }
+        }
+        for (c, name) in self.slab.lock().calls.iter_mut().flatten() {
+            f(c, name);
+        }
     }
 
     /// Scans needed before a call counts as stalled.
@@ -156,35 +246,34 @@ impl Watchdog {
     /// Calls past the threshold right now.
     pub(crate) fn stalled(&self) -> Vec<StalledCall> {
         let limit = self.stalled_age();
-        self.slab.lock().calls.iter().flatten().filter(|c| c.age >= limit).map(|c| describe(c, self.elapsed(c))).collect()
+        let mut out = Vec::new();
+        self.each_call(|c, thread| {
+            if c.age >= limit {
+                out.push(describe(c, thread, self.elapsed(c)));
+            }
+        });
+        out
     }
 
     /// Calls past the threshold now, of one device or all.
     pub(crate) fn scan_device(&self, device: Option<i32>) -> usize {
         let limit = self.stalled_age();
-        self.slab
-            .lock()
-            .calls
-            .iter()
-            .flatten()
-            .filter(|c| device.is_none_or(|d| d == c.desc.device) && c.age >= limit)
-            .count()
+        let mut n = 0;
+        self.each_call(|c, _| n += usize::from(device.is_none_or(|d| d == c.desc().device) && c.age >= limit));
+        n
     }
 
     /// Ages every call by one scan and reports each that crossed the threshold, once.
     fn scan(&self) {
         let limit = self.stalled_age();
         let mut reports = Vec::new();
-        {
-            let mut slab = self.slab.lock();
-            for c in slab.calls.iter_mut().flatten() {
-                c.age = c.age.saturating_add(1);
-                if c.age >= limit && !c.reported {
-                    c.reported = true;
-                    reports.push((c.kind, c.desc, describe(c, self.period * c.age)));
-                }
+        self.each_call(|c, thread| {
+            c.age = c.age.saturating_add(1);
+            if c.age >= limit && !c.reported {
+                c.reported = true;
+                reports.push((c.kind, *c.desc(), describe(c, thread, self.period * c.age)));
             }
-        }
+        });
         for (kind, desc, s) in reports {
             tracing::error!(call = kind.api_name(), desc = %desc, thread = %s.thread, "{}", s.message);
         }
@@ -213,8 +302,9 @@ impl Watchdog {
     }
 }
 
-fn describe(c: &Call, elapsed: Duration) -> StalledCall {
-    // SAFETY: called under the slab lock while `c` is registered (see `Call::ceiling`).
+fn describe(c: &Call, thread: &str, elapsed: Duration) -> StalledCall {
+    // SAFETY: called under the lock of the list holding `c`, while it is registered (see
+    // `Call::ceiling`).
     let ceiling = unsafe { &*c.ceiling };
     let hint = match c.kind {
         CallKind::Destroy => {
@@ -228,11 +318,80 @@ fn describe(c: &Call, elapsed: Duration) -> StalledCall {
         "{} has not returned after about {:.1} s (desc {}, thread {}, {} live of ceiling {}){}",
         c.kind.api_name(),
         elapsed.as_secs_f64(),
-        c.desc,
-        c.thread,
+        c.desc(),
+        thread,
         ceiling.live(),
         ceiling.limit(),
         hint
     );
-    StalledCall { kind: c.kind, desc: c.desc.to_string(), thread: c.thread.to_string(), elapsed_s: elapsed.as_secs_f64(), message }
+    StalledCall { kind: c.kind, desc: c.desc().to_string(), thread: thread.to_string(), elapsed_s: elapsed.as_secs_f64(), message }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::desc::TransformType;
+
+    struct Counts;
+    impl LiveCounts for Counts {
+        fn live(&self) -> usize {
+            3
+        }
+        fn limit(&self) -> usize {
+            4
+        }
+    }
+
+    /// A watchdog whose every registered call is stalled after one scan.
+    fn dog() -> Watchdog {
+        Watchdog::new(Duration::from_millis(1))
+    }
+
+    #[test]
+    fn each_watchdog_sees_only_its_own_calls_and_names_the_thread() {
+        let (a, b, c) = (dog(), dog(), Arc::new(Counts));
+        let d8 = PlanDesc::new(TransformType::C2C, &[8], 1);
+        let d16 = PlanDesc::new(TransformType::R2C, &[16], 2);
+        let name = std::thread::Builder::new()
+            .name("watched-thread".into())
+            .spawn(move || {
+                let _one = a.enter(CallKind::Create, &d8, &c);
+                let _two = b.enter(CallKind::Destroy, &d16, &c);
+                a.scan();
+                let stalled = a.stalled();
+                assert_eq!(stalled.len(), 1, "a sees its one call, not b's");
+                assert_eq!((stalled[0].kind, stalled[0].desc.as_str()), (CallKind::Create, d8.to_string().as_str()));
+                assert!(stalled[0].message.contains("3 live of ceiling 4"), "{}", stalled[0].message);
+                assert_eq!(b.scan_device(None), 0, "b's call was never scanned");
+                b.scan();
+                assert_eq!(b.scan_device(Some(0)), 1);
+                assert_eq!(b.scan_device(Some(1)), 0);
+                stalled[0].thread.clone()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(name, "watched-thread");
+    }
+
+    #[test]
+    fn guards_dropped_out_of_order_leave_no_call_behind() {
+        let (w, c) = (dog(), Arc::new(Counts));
+        let d = PlanDesc::new(TransformType::C2C, &[8], 1);
+        let outer = w.enter(CallKind::Exec, &d, &c);
+        let inner = w.enter(CallKind::Destroy, &d, &c);
+        w.scan();
+        assert_eq!(w.scan_device(None), 2);
+        drop(outer);
+        assert_eq!(w.stalled().iter().map(|s| s.kind).collect::<Vec<_>>(), [CallKind::Destroy]);
+        drop(inner);
+        assert!(w.stalled().is_empty());
+        // The slots are reused: a new call registers and leaves like the first.
+        let again = w.enter(CallKind::Create, &d, &c);
+        w.scan();
+        assert_eq!(w.stalled().len(), 1);
+        drop(again);
+        assert_eq!(w.scan_device(None), 0);
+        MINE.with(|m| assert!(m.calls.lock().is_empty(), "the thread's list is empty again"));
+    }
 }

@@ -677,7 +677,12 @@ impl PlanPool {
         if !e.state.try_lease() {
             return None;
         }
-        e.last_used.store(self.recency.now(), Ordering::Relaxed);
+        // Stored only when the clock moved (a miss since this plan's last hit): hits between
+        // misses write no line beyond the lease count and the hit count.
+        let now = self.recency.now();
+        if e.last_used.load(Ordering::Relaxed) != now {
+            e.last_used.store(now, Ordering::Relaxed);
+        }
         e.hits.fetch_add(1, Ordering::Relaxed);
         Some(Lease::new(e.clone()))
     }

@@ -12,6 +12,8 @@
 //!   every runtime and by the error type.
 //! - `decorator`: [`Decorator`](decorator::Decorator), wrappers that override only the
 //!   calls they watch and forward the rest.
+//! - `null`: [`NullRuntime`](null::NullRuntime), every call returns at once: what a
+//!   provider's own host cost is measured over.
 //! - `select`: which runtime `auto`, `sim`, `hip` or `cuda` opens.
 //! - `sim`: [`SimRuntime`](sim::SimRuntime), a CPU stand-in that counts every handle and
 //!   records every misuse: the ground truth of the tests.
@@ -28,6 +30,7 @@ pub mod codes;
 pub mod cuda;
 pub mod decorator;
 pub mod hip;
+pub mod null;
 pub mod select;
 pub mod sim;
 
