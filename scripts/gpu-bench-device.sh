@@ -4,7 +4,8 @@
 #   1. gpu_bench (raw cuFFT floor, the pool at 128 and 8 over cuFFT and over hip-shim,
 #      plan creation with and without the pool),
 #   2. scripts/torch_cupy_bench.py (torch.fft and CuPy at plan-cache sizes 8 and 128),
-#   3. the hit-path, exec-path and thread criterion benches on this machine's cores,
+#   3. the hit-path, exec-path, interposer exec-host and thread criterion benches on this
+#      machine's cores,
 # then prints one combined table (also written as summary.md). Everything goes to $OUT
 # (or .device/bench-out when OUT is unset). A part that fails is reported and the rest runs.
 # HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part
@@ -80,8 +81,9 @@ echo "== 3/3 CPU benches (hit path, threads up to $(nproc))" >&2
 crit=$(mktemp -d)
 CRITERION_HOME="$crit" "$bin/hit_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/hit_path.txt" 2>&1 || status=1
 CRITERION_HOME="$crit" "$bin/exec_path_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/exec_path.txt" 2>&1 || status=1
+CRITERION_HOME="$crit" "$bin/exec_host_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/exec_host.txt" 2>&1 || status=1
 CRITERION_HOME="$crit" "$bin/threads_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/threads.txt" 2>&1 || status=1
-grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/threads.txt" || true
+grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/exec_host.txt" "$out/threads.txt" || true
 
 python3 - "$out" "$crit" <<'PY'
 import json, os, sys
@@ -179,6 +181,14 @@ if ep:
         if k in ep:
             p(f"| {k} | {ep[k]:.1f} |")
     p("")
+ih = {k.split("/", 1)[1]: v for k, v in cpu.items() if k.startswith("interposer_exec/")}
+if ih:
+    p("| the interposer per execution over a runtime that does nothing | median ns |")
+    p("|---|---|")
+    for k in ("null_plan_exec", "engine_exec", "exported_exec", "exported_exec_one_handle"):
+        if k in ih:
+            p(f"| {k} | {ih[k]:.1f} |")
+    p("")
 th = {}
 for k, v in cpu.items():
     if k.startswith("threads/"):
@@ -220,6 +230,9 @@ for q in b.get("per_queue", []):
 if hp.get("pool/26_keys") and hp.get("baseline/26_keys"):
     r = hp["baseline/26_keys"] / hp["pool/26_keys"]
     p(f"- hit path at most 50 ns and 2.5x the C++ baseline: {hp['pool/26_keys']:.1f} ns, {r:.2f}x -> {verdict(r >= 2.5 and hp['pool/26_keys'] <= 50)}")
+if ih.get("exported_exec") and ih.get("null_plan_exec") is not None:
+    d = ih["exported_exec"] - ih["null_plan_exec"]
+    p(f"- the interposer's own host time per execution at most 300 ns over a runtime that does nothing: {d:.1f} ns -> {verdict(d <= 300)}")
 if th and 1 in th:
     n = max(th)
     a, a1 = th[n].get("pool"), th[1].get("pool")

@@ -16,7 +16,8 @@ echo "gpu-bench: building (release, --features cuda)" >&2
 cargo build --release --features cuda --example gpu_bench --example first_call
 cargo build --release -p hip-shim --features cuda
 # The CPU benches too, to run on the device machine's cores (16 there, 2 here).
-bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json)
+bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json;
+  cargo bench --no-run -p hipfft-pool-intercept --bench exec_host --message-format=json)
 
 exe_of() { # the bench executable cargo reported for target $1
   printf '%s\n' "$bench_json" | python3 -c '
@@ -35,7 +36,8 @@ for line in sys.stdin:
 threads_exe=$(exe_of threads)
 hit_exe=$(exe_of hit_path)
 exec_exe=$(exe_of exec_path)
-[ -n "$threads_exe" ] && [ -n "$hit_exe" ] && [ -n "$exec_exe" ] || { echo "gpu-bench: cargo did not report the bench executables" >&2; exit 1; }
+host_exe=$(exe_of exec_host)
+[ -n "$threads_exe" ] && [ -n "$hit_exe" ] && [ -n "$exec_exe" ] && [ -n "$host_exe" ] || { echo "gpu-bench: cargo did not report the bench executables" >&2; exit 1; }
 
 rm -rf "$dest"
 mkdir -p "$dest/lib"
@@ -49,6 +51,7 @@ ln -s libhip_shim.so "$dest/lib/libamdhip64.so"
 strip_copy "$threads_exe" "$dest/threads_bench"
 strip_copy "$hit_exe" "$dest/hit_path_bench"
 strip_copy "$exec_exe" "$dest/exec_path_bench"
+strip_copy "$host_exe" "$dest/exec_host_bench"
 commit=$(git rev-parse --short HEAD)
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "${commit}${dirty}" > "$dest/COMMIT"
