@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use std::collections::VecDeque;
 
 use crate::desc::PlanDesc;
 use crate::error::{Error, Result};
@@ -28,26 +28,43 @@ use crate::sync::{Condvar, Mutex, lock};
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const MAX_WORKERS: usize = 4;
 
+/// How long a creation may sit queued behind busy workers before its miss starts another
+/// one (up to [`MAX_WORKERS`]): a worker finishing its job takes it sooner than a new thread
+/// could start, and a new thread's cold core makes cuFFT's calls slower.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const KICK_AFTER: Duration = Duration::from_micros(200);
+
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// The pool's creation workers.
+/// Which worker runs a job. Idle workers wait on channels of their own, on a stack: a job
+/// goes to the one that went idle last, whose core is hot and which is likely still
+/// polling, so a miss's destroy and creation run on one thread, one after the other, as
+/// an inline cache's would (a job handed to whichever parked thread woke first made the
+/// calls slower than inline; docs/performance.md, run 26). Jobs that find no idle worker
+/// queue here, and a worker takes them before it goes idle; both under one lock, so no job
+/// is ever left queued while a worker waits.
+#[derive(Default)]
+#[cfg_attr(loom, allow(dead_code))]
+struct Dispatch {
+    idle: Vec<crossbeam_channel::Sender<Option<Job>>>,
+    queued: VecDeque<Job>,
+    closed: bool,
+}
+
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) struct Creators {
-    tx: Sender<Job>,
-    rx: Receiver<Job>,
-    /// Workers started, and those waiting for a job.
-    started: AtomicUsize,
-    idle: Arc<AtomicUsize>,
+    dispatch: Arc<parking_lot::Mutex<Dispatch>>,
+    started: Arc<AtomicUsize>,
 }
 
 impl Creators {
     pub(crate) fn new() -> Self {
-        let (tx, rx) = unbounded();
-        Creators { tx, rx, started: AtomicUsize::new(0), idle: Arc::new(AtomicUsize::new(0)) }
+        Creators { dispatch: Arc::default(), started: Arc::new(AtomicUsize::new(0)) }
     }
 
-    /// Runs `job` on a worker. A panic inside it is caught there (the job must report its
-    /// own outcome through what it captured, see [`Handoff`]).
+    /// Runs `job` on a worker: the last one to go idle, else the next to finish its job
+    /// (see [`Creators::kick`]); the first job starts the first worker. Fails only when no
+    /// worker exists and none can be started.
     pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
         // Under loom the creation runs on the calling thread: the model's runtime never
         // blocks, and loom checks what follows the hand-off, not a worker pool of OS threads.
@@ -57,38 +74,86 @@ impl Creators {
             return Ok(());
         }
         #[cfg(not(loom))]
-        self.submit_to_worker(job)
+        self.dispatch(Box::new(job), false).map_err(|(e, _)| e)
     }
 
-    /// Runs `run(value)` on a worker, or gives `value` back when none can run it (no worker could be
-    /// started; under loom, where there are no workers). For the destroy that frees the slot
-    /// a miss at the ceiling waits for: on a worker, which then (polling) takes the miss's
-    /// creation right after it, destroy and create run in turn on one thread with a hot core,
-    /// as in the raw loop (see `sync::thread::poll_budget`).
+    /// Runs `run(value)` on a worker, starting one at once when none is idle (a destroy
+    /// that a miss at the ceiling waits for must not queue behind a slow creation).
+    /// Gives `value` back when no worker exists and none can start (the caller runs it
+    /// elsewhere). Under loom, always gives it back.
     pub(crate) fn try_submit<T: Send + 'static>(&self, value: T, run: fn(T)) -> std::result::Result<(), T> {
+        self.try_submit_with(value, run, true)
+    }
+
+    /// As [`Creators::try_submit`], but queued behind busy workers like a creation: for a
+    /// destroy nothing waits for, which the worker that just delivered a creation picks up
+    /// before it goes idle (the next creation then queues behind it, on the same thread).
+    pub(crate) fn try_submit_queued<T: Send + 'static>(&self, value: T, run: fn(T)) -> std::result::Result<(), T> {
+        self.try_submit_with(value, run, false)
+    }
+
+    fn try_submit_with<T: Send + 'static>(&self, value: T, run: fn(T), spawn_when_busy: bool) -> std::result::Result<(), T> {
         #[cfg(loom)]
         {
-            let _ = run;
+            let _ = (run, spawn_when_busy);
             return Err(value);
         }
         #[cfg(not(loom))]
         {
-            if self.idle.load(Ordering::SeqCst) == 0 && self.spawn_worker().is_err() && self.started.load(Ordering::SeqCst) == 0 {
-                return Err(value);
+            let slot = Arc::new(parking_lot::Mutex::new(Some(value)));
+            let taken = slot.clone();
+            let job: Job = Box::new(move || {
+                if let Some(v) = taken.lock().take() {
+                    run(v)
+                }
+            });
+            match self.dispatch(job, spawn_when_busy) {
+                Ok(()) => Ok(()),
+                // The job never ran: the value is still in its slot.
+                Err(_) => Err(slot.lock().take().expect("an undispatched job keeps its value")),
             }
-            // Cannot fail: `self.rx` keeps the channel open as long as `self` lives.
-            let sent = self.tx.send(Box::new(move || run(value)));
-            debug_assert!(sent.is_ok());
-            Ok(())
+        }
+    }
+
+    /// A creation still queued after [`KICK_AFTER`]: starts another worker for the queue if
+    /// every worker is busy and fewer than [`MAX_WORKERS`] run.
+    pub(crate) fn kick(&self) {
+        #[cfg(not(loom))]
+        if !self.dispatch.lock().queued.is_empty() {
+            let _ = self.spawn_worker();
         }
     }
 
     #[cfg(not(loom))]
-    fn submit_to_worker(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
-        if self.idle.load(Ordering::SeqCst) == 0 {
-            self.spawn_worker()?;
+    fn dispatch(&self, mut job: Job, spawn_when_busy: bool) -> std::result::Result<(), (Error, Job)> {
+        let mut d = self.dispatch.lock();
+        if d.closed {
+            return Err((Error::ShutDown, job));
         }
-        self.tx.send(Box::new(job)).map_err(|_| Error::ShutDown)
+        if self.started.load(Ordering::SeqCst) == 0 && d.idle.is_empty() {
+            drop(d);
+            if let Err(e) = self.spawn_worker() {
+                return Err((e, job));
+            }
+            d = self.dispatch.lock();
+        }
+        loop {
+            let Some(worker) = d.idle.pop() else {
+                d.queued.push_back(job);
+                drop(d);
+                if spawn_when_busy {
+                    // Best effort: with MAX_WORKERS running it waits for the next free one.
+                    let _ = self.spawn_worker();
+                }
+                return Ok(());
+            };
+            // An idle worker's channel is empty (it holds one job at most); a worker that
+            // ended left it disconnected, and the job goes to the next.
+            match worker.try_send(Some(job)) {
+                Ok(()) => return Ok(()),
+                Err(e) => job = e.into_inner().expect("the job just sent"),
+            }
+        }
     }
 
     #[cfg_attr(loom, allow(dead_code))]
@@ -99,36 +164,44 @@ impl Creators {
             self.started.fetch_sub(1, Ordering::SeqCst);
             return Ok(());
         }
-        let rx = self.rx.clone();
-        let idle = self.idle.clone();
+        let dispatch = self.dispatch.clone();
+        let started = self.started.clone();
         std::thread::Builder::new()
             .name(format!("hipfft-pool-create-{n}"))
             .spawn(move || {
-                idle.fetch_add(1, Ordering::SeqCst);
-                // Ends when the pool (every sender) is gone. Polls before it parks: the
-                // next miss of a thrashing workload finds this thread awake and its core hot.
-                let next = |rx: &Receiver<Job>| {
-                    let mut got = None;
-                    crate::sync::thread::poll_until(None, || match rx.try_recv() {
-                        Ok(j) => {
-                            got = Some(j);
-                            true
+                let (tx, rx) = crossbeam_channel::bounded::<Option<Job>>(1);
+                loop {
+                    let job = {
+                        let mut d = dispatch.lock();
+                        match d.queued.pop_front() {
+                            Some(j) => j,
+                            None if d.closed => break,
+                            None => {
+                                d.idle.push(tx.clone());
+                                drop(d);
+                                // Polls before it parks: the next miss of a thrashing
+                                // workload finds this thread awake and its core hot.
+                                let mut got = None;
+                                crate::sync::thread::poll_until(None, || match rx.try_recv() {
+                                    Ok(j) => {
+                                        got = Some(j);
+                                        true
+                                    }
+                                    Err(_) => false,
+                                });
+                                match got.map_or_else(|| rx.recv().ok(), Some) {
+                                    Some(Some(j)) => j,
+                                    // Told to stop (the pool is gone), or no sender left.
+                                    _ => break,
+                                }
+                            }
                         }
-                        Err(crossbeam_channel::TryRecvError::Empty) => false,
-                        Err(crossbeam_channel::TryRecvError::Disconnected) => true,
-                    });
-                    match got {
-                        Some(j) => Ok(j),
-                        None => rx.recv(),
-                    }
-                };
-                while let Ok(job) = next(&rx) {
-                    idle.fetch_sub(1, Ordering::SeqCst);
+                    };
                     if catch_unwind(AssertUnwindSafe(job)).is_err() {
                         tracing::error!("a plan-creation job panicked outside its own guard");
                     }
-                    idle.fetch_add(1, Ordering::SeqCst);
                 }
+                started.fetch_sub(1, Ordering::SeqCst);
             })
             .map(|_| ())
             .map_err(|e| {
@@ -137,6 +210,22 @@ impl Creators {
             })
     }
 }
+
+/// The workers end with the pool: idle ones are told to stop, busy ones stop after their
+/// job (a job that never returns keeps its thread, as before).
+impl Drop for Creators {
+    fn drop(&mut self) {
+        let idle = {
+            let mut d = self.dispatch.lock();
+            d.closed = true;
+            std::mem::take(&mut d.idle)
+        };
+        for w in idle {
+            let _ = w.try_send(None);
+        }
+    }
+}
+
 
 enum HandoffState<T> {
     Waiting,
@@ -177,6 +266,16 @@ impl<T> Handoff<T> {
     /// The waiter's side: the value, or `None` when the deadline passed first (the worker
     /// then keeps it).
     pub(crate) fn wait(&self, deadline: Instant) -> Option<T> {
+        self.wait_for(deadline, true)
+    }
+
+    /// Waits until `until` without giving the value up: `None` leaves it on its way, for a
+    /// later [`Handoff::wait`].
+    pub(crate) fn wait_until(&self, until: Instant) -> Option<T> {
+        self.wait_for(until, false)
+    }
+
+    fn wait_for(&self, deadline: Instant, abandon: bool) -> Option<T> {
         // Poll before parking: a creation that returns within the poll budget hands over
         // without a wake-up. The state below is still read under the lock.
         crate::sync::thread::poll_until(Some(deadline), || self.delivered.load(Ordering::Acquire));
@@ -190,7 +289,9 @@ impl<T> Handoff<T> {
             }
             let now = Instant::now();
             if now >= deadline {
-                *s = HandoffState::Abandoned;
+                if abandon {
+                    *s = HandoffState::Abandoned;
+                }
                 return None;
             }
             s = match self.cond.wait_timeout(s, deadline - now) {
@@ -283,6 +384,63 @@ mod tests {
         let c = Creators::new();
         c.submit(move || assert_eq!(h2.deliver(5), None)).unwrap();
         assert_eq!(h.wait(Instant::now() + Duration::from_secs(10)), Some(5));
+    }
+
+    fn on_worker(c: &Creators) -> String {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        c.submit(move || tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        rx.recv_timeout(Duration::from_secs(10)).expect("the job ran")
+    }
+
+    #[test]
+    fn jobs_go_to_the_worker_that_went_idle_last_and_queue_behind_busy_ones() {
+        let c = Creators::new();
+        let first = on_worker(&c);
+        for _ in 0..20 {
+            assert_eq!(on_worker(&c), first, "one worker serves jobs that come one at a time");
+        }
+        // The only worker is busy: a creation queues (no thread started for it) until a
+        // kick starts another.
+        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
+        let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
+        c.submit(move || {
+            busy_tx.send(()).unwrap();
+            let _ = hold_rx.recv();
+        })
+        .unwrap();
+        busy_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
+        c.submit(move || ran_tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        assert!(ran_rx.recv_timeout(Duration::from_millis(50)).is_err(), "queued behind the busy worker");
+        assert_eq!(c.started.load(Ordering::SeqCst), 1);
+        c.kick();
+        let second = ran_rx.recv_timeout(Duration::from_secs(10)).expect("the kick started a worker for it");
+        assert_ne!(second, first);
+        drop(hold_tx);
+        let started = c.started.clone();
+        drop(c);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while started.load(Ordering::SeqCst) != 0 {
+            assert!(Instant::now() < deadline, "the workers end with their pool");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_destroy_never_waits_behind_a_busy_worker() {
+        let c = Creators::new();
+        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
+        let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
+        c.submit(move || {
+            busy_tx.send(()).unwrap();
+            let _ = hold_rx.recv();
+        })
+        .unwrap();
+        busy_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        assert!(c.try_submit(done_tx, |tx| tx.send(()).unwrap()).is_ok());
+        done_rx.recv_timeout(Duration::from_secs(10)).expect("ran on a second worker, no kick needed");
+        drop(hold_tx);
     }
 
     #[test]

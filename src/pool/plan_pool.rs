@@ -877,7 +877,16 @@ impl PlanPool {
             drop(unsettled.finish_with(e.clone()));
             return Err(e);
         }
-        let (made, took) = match handoff.wait(deadline) {
+        // Queued behind busy workers for longer than a job takes to finish: start another.
+        let kick_at = Instant::now() + crate::pool::creator::KICK_AFTER;
+        let waited = match (kick_at < deadline).then(|| handoff.wait_until(kick_at)).flatten() {
+            Some(made) => Some(made),
+            None => {
+                self.core.creators.kick();
+                handoff.wait(deadline)
+            }
+        };
+        let (made, took) = match waited {
             Some(made) => made,
             None => {
                 // The worker settles the slot and the count when (if ever) the call returns.
@@ -954,12 +963,17 @@ impl PlanPool {
             let cache: Arc<dyn Reclaim> = self.cache.clone();
             dev.ceiling.enlist(Arc::downgrade(&cache));
         }
-        // Over capacity (not at the ceiling): the victims go to the destroyer thread, never
-        // destroyed here. A destroy waits for the device's whole queue (`hipFree`), so an
-        // inline one would make the submitting thread pay that queue on every miss that
-        // evicts; the ceiling still counts each victim until its destroy returned.
+        // Over capacity (not at the ceiling): the victims are never destroyed here. A destroy
+        // waits for the device's whole queue (`hipFree`), so an inline one would make the
+        // submitting thread pay that queue on every miss that evicts; the ceiling still
+        // counts each victim until its destroy returned. They go to the creation worker that
+        // just made this plan (queued, it takes them before it goes idle), so the next miss's
+        // creation runs after them on that thread instead of beside them on another (the
+        // destroyer thread when no worker can take them).
         for v in victims {
-            self.core.doom(v);
+            if let Err((_, v)) = self.core.creators.try_submit_queued((self.core.clone(), v), |(core, e)| core.destroy_doomed(e)) {
+                self.core.doom(v);
+            }
         }
         Ok(Lease::new(entry))
     }
