@@ -397,21 +397,9 @@ impl Engine {
     /// capture policy, run release and arena budget are the defaults; no metrics server,
     /// no exit hook.
     ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use hipfft_pool::runtime::null::NullRuntime;
-    /// use hipfft_pool::{DevicePtr, PoolConfig};
-    /// use hipfft_pool_intercept::{Engine, ExecKind, Flavor, PlanRequest};
-    ///
-    /// let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
-    /// let e = Engine::over_runtime(Flavor::Cufft, config, Arc::new(NullRuntime::default())).unwrap();
-    /// let h = e.plan(&PlanRequest::basic(0x29, &[256], 1).unwrap(), "cufftPlan1d").unwrap(); // C2C
-    /// let (x, y) = (DevicePtr(0x1000), DevicePtr(0x2000));
-    /// e.exec(h, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
-    /// assert_eq!(e.pool().metrics().creations, 1);
-    /// ```
+    /// Its example runs as a test, `intercept/tests/over_runtime.rs` (a doctest here would
+    /// link `hipfft_pool` through rustdoc, which picks up the wrong one of its builds when the
+    /// workspace builds it in more than one feature set: hipfft-pool is also a cdylib).
     pub fn over_runtime(flavor: Flavor, config: PoolConfig, rt: Arc<dyn Runtime>) -> Result<Arc<Engine>, Fail> {
         let defaults = (CapturePolicy::Auto, RunRelease::AtRun, crate::arena::DEFAULT_BUDGET);
         let e = Arc::new(Engine::build(flavor, config, rt, None, "given".into(), defaults, None)?);
