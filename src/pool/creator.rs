@@ -392,6 +392,20 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(10)).expect("the job ran")
     }
 
+    /// Submits a job that keeps its worker busy until the returned sender is dropped, and
+    /// returns once it runs.
+    fn occupy_a_worker(c: &Creators) -> crossbeam_channel::Sender<()> {
+        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
+        let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
+        c.submit(move || {
+            busy_tx.send(()).unwrap();
+            let _ = hold_rx.recv();
+        })
+        .unwrap();
+        busy_rx.recv_timeout(Duration::from_secs(10)).expect("the occupying job runs");
+        hold_tx
+    }
+
     #[test]
     fn jobs_go_to_the_worker_that_went_idle_last_and_queue_behind_busy_ones() {
         let c = Creators::new();
@@ -401,14 +415,7 @@ mod tests {
         }
         // The only worker is busy: a creation queues (no thread started for it) until a
         // kick starts another.
-        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
-        let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
-        c.submit(move || {
-            busy_tx.send(()).unwrap();
-            let _ = hold_rx.recv();
-        })
-        .unwrap();
-        busy_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let hold_tx = occupy_a_worker(&c);
         let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
         c.submit(move || ran_tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
         assert!(ran_rx.recv_timeout(Duration::from_millis(50)).is_err(), "queued behind the busy worker");
@@ -429,14 +436,7 @@ mod tests {
     #[test]
     fn a_destroy_never_waits_behind_a_busy_worker() {
         let c = Creators::new();
-        let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
-        let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
-        c.submit(move || {
-            busy_tx.send(()).unwrap();
-            let _ = hold_rx.recv();
-        })
-        .unwrap();
-        busy_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let hold_tx = occupy_a_worker(&c);
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
         assert!(c.try_submit(done_tx, |tx| tx.send(()).unwrap()).is_ok());
         done_rx.recv_timeout(Duration::from_secs(10)).expect("ran on a second worker, no kick needed");
