@@ -394,8 +394,9 @@ impl Engine {
     /// An engine of its own over `rt`, beside the process's (which [`engine`] makes from
     /// the environment): for benchmarks and tests that measure the interposer over a
     /// runtime of their choosing, such as [`hipfft_pool::runtime::null::NullRuntime`]. The
-    /// capture policy, run release and arena budget are the defaults; no metrics server,
-    /// no exit hook.
+    /// capture policy, run release and arena budget are the defaults (only the capture pin
+    /// limit still comes from `HIPFFT_POOL_CAPTURE_PIN_LIMIT`, as for the process's engine);
+    /// no metrics server, no exit hook.
     ///
     /// Its example runs as a test, `intercept/tests/over_runtime.rs` (a doctest here would
     /// link `hipfft_pool` through rustdoc, which picks up the wrong one of its builds when the
