@@ -6,6 +6,12 @@
 #   2. scripts/torch_cupy_bench.py (torch.fft and CuPy at plan-cache sizes 8 and 128),
 #   3. the hit-path, exec-path, interposer exec-host and thread criterion benches on this
 #      machine's cores,
+#   4. when MLX 0.32.2's CUDA wheels are there (both parts of ../shared/tools/stage-mlx.sh in
+#      $HFP_MLX_PARTS, default /tmp/mlxparts), MLX's own mx.fft over the 26-shape cycle,
+#      natively and through the cuFFT interposer, alternated three times at MLX's cache 128,
+#      then at cache 8 with MLX's thrash check off. The parts exceed one call's carry: carry
+#      .device/mlx/mlx.part.aa in a call that copies it to /tmp/mlxparts, then part .ab with
+#      .device/bench in the next one (within 30 s), copied there before this script runs.
 # then prints one combined table (also written as summary.md). Everything goes to $OUT
 # (or .device/bench-out when OUT is unset). A part that fails is reported and the rest runs.
 # HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part
@@ -85,8 +91,37 @@ CRITERION_HOME="$crit" "$bin/exec_host_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > 
 CRITERION_HOME="$crit" "$bin/threads_bench" --bench ${HFP_CPU_BENCH_ARGS:-} > "$out/threads.txt" 2>&1 || status=1
 grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/exec_host.txt" "$out/threads.txt" || true
 
+echo "== 4/4 MLX 0.32.2 natively and through the interposer" >&2
+mlx_parts=${HFP_MLX_PARTS:-/tmp/mlxparts}
+if [ -f "$bin/lib/libhipfft_pool_cufft.so" ] && [ -f "$mlx_parts/mlx.part.aa" ] && [ -f "$mlx_parts/mlx.part.ab" ]; then
+  (
+    # shellcheck disable=SC1091
+    PARTS_DIR=$mlx_parts source "$bin/mlx-on-device.sh" > "$out/mlx_env.txt" 2>&1 || { echo "MLX did not load" >&2; exit 1; }
+    # cycle NAME CACHE [VAR=VALUE...]: one MLX process; its rc in mlx_runs.txt (MLX natively
+    # aborts at cache 8: the row then says so).
+    cycle() {
+      local name=$1 cache=$2; shift 2
+      env MLX_CUDA_FFT_CACHE_SIZE="$cache" MLX_ENABLE_CACHE_THRASHING_CHECK=0 "$@" timeout 60 \
+        python3 "$bin/mlx_cycle_bench.py" --shapes "$bin/probe-shapes.json" --cycles 300 --warmup 20 \
+        --json "$out/mlx-$name.json" > "$out/mlx-$name.txt" 2>&1
+      echo "$name $?" >> "$out/mlx_runs.txt"
+    }
+    pool=(LD_PRELOAD="$bin/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000)
+    : > "$out/mlx_runs.txt"
+    for i in 1 2 3; do
+      cycle "native-128-$i" 128
+      cycle "pool-128-$i" 128 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-128-$i.metrics.json"
+    done
+    cycle native-8 8
+    cycle pool-8 8 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-8.metrics.json"
+  ) || status=1
+  cat "$out/mlx_runs.txt" 2>/dev/null
+else
+  echo "gpu-bench-device: MLX not staged (no $mlx_parts/mlx.part.aa and .ab, or no interposer): no MLX rows" >&2
+fi
+
 python3 - "$out" "$crit" <<'PY'
-import json, os, sys
+import json, os, statistics, sys
 out, crit = sys.argv[1], sys.argv[2]
 
 def load(name):
@@ -149,6 +184,40 @@ for fw in ("torch", "cupy"):
             torch_hit = med
         ratio = f"{med / floor:.3f}" if floor else ""
         p(f"| {run['framework']} {r['version']} | cuda | {run['cache_size']} | {med:.2f} | {ratio} |")
+# MLX rows: the median of each alternated run; a run that failed is named with its exit.
+mlx_rc = {}
+try:
+    for line in open(os.path.join(out, "mlx_runs.txt")):
+        name, rc = line.split()
+        mlx_rc[name] = int(rc)
+except OSError:
+    pass
+def mlx_us(name):
+    if mlx_rc.get(name) != 0:
+        return None
+    try:
+        return json.load(open(os.path.join(out, f"mlx-{name}.json")))["us_per_call_median"]
+    except (OSError, ValueError, KeyError):
+        return None
+mlx_pairs = []
+if mlx_rc:
+    for cache, runs in ((128, ["1", "2", "3"]), (8, [""])):
+        for who, label in (("native", "MLX 0.32.2, its own plan cache"), ("pool", "MLX 0.32.2 through the cuFFT interposer")):
+            names = [f"{who}-{cache}-{r}" if r else f"{who}-{cache}" for r in runs]
+            got = [mlx_us(n) for n in names]
+            ok = [x for x in got if x is not None]
+            extra = " (thrash check off)" if cache == 8 else ""
+            if ok:
+                med = statistics.median(ok)
+                runs_s = ", ".join(f"{x:.2f}" if x is not None else f"exit {mlx_rc.get(n)}" for x, n in zip(got, names))
+                ratio = f"{med / floor:.3f}" if floor else ""
+                p(f"| {label}{extra} | cuda | {cache} | {med:.2f} (runs: {runs_s}) | {ratio} |")
+            else:
+                p(f"| {label}{extra} | cuda | {cache} | fails: " + ", ".join(f"exit {mlx_rc.get(n)}" for n in names) + " | |")
+    for r in ("1", "2", "3"):
+        a, b = mlx_us(f"native-128-{r}"), mlx_us(f"pool-128-{r}")
+        if a and b:
+            mlx_pairs.append(b / a)
 p("")
 for c in g.get("creation", []):
     p(f"Plan creation ({c['runtime']}): raw destroy+create {c['mean_raw_us']:.1f} us (create alone {c['mean_raw_create_only_us']:.1f} us), "
@@ -233,6 +302,10 @@ if hp.get("pool/26_keys") and hp.get("baseline/26_keys"):
 if ih.get("exported_exec") and ih.get("null_plan_exec") is not None:
     d = ih["exported_exec"] - ih["null_plan_exec"]
     p(f"- the interposer's own host time per execution at most 300 ns over a runtime that does nothing: {d:.1f} ns -> {verdict(d <= 300)}")
+if mlx_pairs:
+    r = statistics.median(mlx_pairs)
+    p(f"- MLX per call through the interposer within 1.03x of MLX's own at cache 128 (median of {len(mlx_pairs)} alternated pairs: "
+      + ", ".join(f"{x:.3f}" for x in mlx_pairs) + f"): {r:.3f}x -> {verdict(r <= 1.03)}")
 if th and 1 in th:
     n = max(th)
     a, a1 = th[n].get("pool"), th[1].get("pool")

@@ -15,6 +15,8 @@ dest=.device/bench
 echo "gpu-bench: building (release, --features cuda)" >&2
 cargo build --release --features cuda --example gpu_bench --example first_call
 cargo build --release -p hip-shim --features cuda
+# The cuFFT interposer, for part 4 (MLX's own FFT through it).
+cargo build --release -p hipfft-pool-cufft
 # The CPU benches too, to run on the device machine's cores (16 there, 2 here).
 bench_json=$(cargo bench --no-run --bench threads --bench hit_path --bench exec_path --message-format=json;
   cargo bench --no-run -p hipfft-pool-intercept --bench exec_host --message-format=json)
@@ -52,6 +54,10 @@ strip_copy "$threads_exe" "$dest/threads_bench"
 strip_copy "$hit_exe" "$dest/hit_path_bench"
 strip_copy "$exec_exe" "$dest/exec_path_bench"
 strip_copy "$host_exe" "$dest/exec_host_bench"
+strip_copy target/release/libhipfft_pool_cufft.so "$dest/lib/libhipfft_pool_cufft.so"
+cp scripts/frameworks/mlx_cycle_bench.py data/probe-shapes.json ../shared/tools/mlx-on-device.sh "$dest/"
+# MLX's CUDA wheels travel apart (two parts of at most 36 MiB), packed once.
+[ -f .device/mlx/mlx.part.aa ] || bash ../shared/tools/stage-mlx.sh .device/mlx >&2
 commit=$(git rev-parse --short HEAD)
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "${commit}${dirty}" > "$dest/COMMIT"
@@ -68,6 +74,10 @@ Staged in $root/$dest (commit ${commit}${dirty}).
 Run on the device machine (repository root as working directory, carrying .device/bench):
 
   bash scripts/gpu-bench-device.sh
+
+For the MLX rows, first carry .device/mlx/mlx.part.aa in a call of its own that copies it to
+/tmp/mlxparts, then carry .device/mlx/mlx.part.ab with .device/bench in the next call (the
+machine stays warm 30 s) and copy it there too before the script runs (see the script's head).
 
 It sets LD_LIBRARY_PATH=/usr/local/cuda/lib64 for the Rust programs itself, writes to \$OUT
 (gpu_bench.json, torch_cupy.json, cpu_benches.json, summary.md and the raw outputs), and ends

@@ -56,6 +56,49 @@ fn an_idle_plan_evicted_by_capacity_is_destroyed_off_the_miss_in_lru_order() {
     assert_eq!(pool.metrics().evictions, 2);
 }
 
+/// A thread remembers the plans it hit (its front cache, `pool::front`); a plan evicted
+/// since is never leased from there: the next acquire is a miss that makes a new plan, and
+/// the evicted one is destroyed.
+#[test]
+fn a_plan_evicted_while_a_thread_remembers_it_is_never_leased_again() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = pool(&rt, 1, 4, Duration::from_secs(5));
+    let (a, b) = (c2c(8, 1), c2c(16, 1));
+    let old = pool.acquire(&a).unwrap().plan();
+    drop(pool.acquire(&a).unwrap()); // a hit: remembered by this thread
+    drop(pool.acquire(&b).unwrap()); // capacity 1: evicts a
+    wait_for("the evicted plan's destroy", || !sim.is_live(old));
+    let again = pool.acquire(&a).unwrap();
+    assert!(sim.is_live(again.plan()), "the lease is on a live plan");
+    assert_eq!(sim.created_total(), 3, "a was made again");
+    let m = pool.metrics();
+    assert_eq!((m.hits, m.misses), (1, 3));
+    drop(again);
+    pool.shutdown();
+    assert_eq!(sim.live_handles(), 0);
+}
+
+/// One thread hitting the same descriptor in two pools gets each pool's own plan, and
+/// each pool counts its own hits.
+#[test]
+fn one_thread_hitting_one_descriptor_in_two_pools_gets_each_pools_plan() {
+    let (sim, rt) = sim(SimConfig::default());
+    let (p1, p2) = (pool(&rt, 4, 4, Duration::from_secs(5)), pool(&rt, 4, 4, Duration::from_secs(5)));
+    let d = c2c(64, 1);
+    let (a1, a2) = (p1.acquire(&d).unwrap().plan(), p2.acquire(&d).unwrap().plan());
+    assert_ne!(a1, a2);
+    for _ in 0..3 {
+        assert_eq!(p1.acquire(&d).unwrap().plan(), a1);
+        assert_eq!(p2.acquire(&d).unwrap().plan(), a2);
+    }
+    assert_eq!((p1.metrics().hits, p2.metrics().hits), (3, 3));
+    drop(p1);
+    assert!(!sim.is_live(a1) && sim.is_live(a2));
+    assert_eq!(p2.acquire(&d).unwrap().plan(), a2);
+    drop(p2);
+    assert_eq!(sim.live_handles(), 0);
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let until = std::time::Instant::now() + Duration::from_secs(10);
     while !done() {

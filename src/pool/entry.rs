@@ -249,7 +249,7 @@ impl Core {
             retired.remove(&entry.plan);
         }
         // Its hits leave the retired set's listing for the counter (see `Cache::retire`).
-        entry.dev.counters.hits_of_destroyed.fetch_add(entry.hits.load(Ordering::Relaxed), Ordering::Relaxed);
+        entry.dev.counters.hits_of_destroyed.fetch_add(entry.state.hits(), Ordering::Relaxed);
     }
 
     /// Puts an event back on the free list, or destroys it once the pool has shut down (its
@@ -273,7 +273,15 @@ impl Core {
 
 /// A cached (or retired) plan: its handle, what it was made for, and the state word that
 /// counts its leases.
+///
+/// `repr(C)` with the words a hit writes first: right behind the `Arc`'s own counts, which a
+/// hit also writes, so that a hit from another core moves as few cache lines as it can.
+#[repr(C)]
 pub(crate) struct PlanEntry {
+    /// Its leases, its hits and whether it was evicted (`LeaseState`).
+    pub state: LeaseState,
+    /// Recency stamp of the last hit (see `clock`).
+    pub last_used: AtomicU64,
     pub core: Arc<Core>,
     pub dev: Arc<Device>,
     pub desc: PlanDesc,
@@ -282,12 +290,8 @@ pub(crate) struct PlanEntry {
     /// Bytes one execution's input spans (the scratch of a preserving execution).
     pub input_bytes: usize,
     pub auto_allocation: bool,
-    pub state: LeaseState,
-    /// Recency stamp of the last hit (see `clock`).
-    pub last_used: AtomicU64,
     /// The stamp this plan had when the LRU list last placed it.
     pub listed: AtomicU64,
-    pub hits: AtomicU64,
     /// What making it took, microseconds (GreedyDual's cost).
     pub creation_us: f64,
     /// Uses of its key before it was made, remembered by a ghost (`eviction`).
@@ -301,7 +305,7 @@ pub(crate) struct PlanEntry {
 impl PlanEntry {
     /// Its key's uses: hits, this creation, and those a ghost remembered.
     pub(crate) fn uses(&self) -> u64 {
-        self.prior_uses + self.hits.load(Ordering::Relaxed) + 1
+        self.prior_uses + self.state.hits() + 1
     }
 
     /// Its GreedyDual-Size-Frequency priority (`eviction`).

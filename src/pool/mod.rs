@@ -20,6 +20,8 @@
 //!   in-order queue key and a poll that says done): it polls each queue's oldest item and
 //!   completes what is done.
 //! - `flight`: single flight, so concurrent misses on one key make one plan.
+//! - `front`: each thread's front cache of the plans it leased lately, so a repeated hit
+//!   takes no lock word of the shared map.
 //! - `creator`: the workers that run plan creations, so a miss waits for one only until
 //!   its deadline, and the registry of running calls that marks a device stuck.
 //! - `ceiling`: [`LiveCeiling`], the hard process-wide bound, and its wait.
@@ -36,7 +38,7 @@
 //!   `loom_ceiling.rs`, `loom_flight.rs`).
 //!
 //! Files import downwards only: `plan_pool` → `lease` → `entry` → `completion`, `device`,
-//! `ceiling`, `lease_state`; `completion`, `flight`, `ceiling`, `lease_state` and `clock`
+//! `ceiling`, `lease_state`, and `plan_pool` → `front` → `entry`; `completion`, `flight`, `ceiling`, `lease_state` and `clock`
 //! import only [`crate::sync`], whose loom build is what the model tests run on.
 //!
 //! This layer calls [`crate::observe`] (counters, the watchdog) and [`crate::runtime`] (the
@@ -60,6 +62,7 @@ pub(crate) mod device;
 pub(crate) mod entry;
 pub mod eviction;
 pub(crate) mod flight;
+pub(crate) mod front;
 pub mod lease;
 pub(crate) mod lease_state;
 pub mod manifest;

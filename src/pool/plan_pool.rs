@@ -22,6 +22,7 @@ use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
 use crate::pool::device::{CeilingPlan, Device};
 use crate::pool::entry::{Core, PendingRelease, PlanEntry};
+use crate::pool::front;
 use crate::error::{CeilingState, Error, Result, panic_message};
 use crate::pool::lease::Lease;
 use crate::pool::lease_state::{Evicted, LeaseState};
@@ -76,6 +77,8 @@ pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 /// # Ok::<(), hipfft_pool::Error>(())
 /// ```
 pub struct PlanPool {
+    /// This pool among the process's pools, for the threads' front caches (`front`).
+    id: u64,
     core: Arc<Core>,
     /// The cached plans; shared with the ceiling, which asks it for an idle plan when a
     /// miss of another pool at that ceiling finds nothing idle of its own.
@@ -148,7 +151,7 @@ impl Cache {
                 retired.remove(&e.plan);
                 // Listed nowhere from here on (its destroy runs later, on the destroyer
                 // thread): its hits move to the counter now, so metrics never miss them.
-                e.dev.counters.hits_of_destroyed.fetch_add(e.hits.load(Ordering::Relaxed), Ordering::Relaxed);
+                e.dev.counters.hits_of_destroyed.fetch_add(e.state.hits(), Ordering::Relaxed);
                 // The caller destroys it (`Core::destroy`, which counts it back out).
                 self.core.destroying.fetch_add(1, Ordering::SeqCst);
                 Some(e.clone())
@@ -160,7 +163,7 @@ impl Cache {
     fn evict_key(&self, inner: &mut Inner, key: &PlanDesc) -> Option<Arc<PlanEntry>> {
         let e = inner.lru.pop(key)?;
         self.map.remove(key);
-        let hits = e.hits.load(Ordering::Relaxed);
+        let hits = e.state.hits();
         inner.working_set.evicted(key, hits);
         if inner.eviction == Eviction::Cost {
             inner.cost.evicted(*key, e.priority(), e.uses());
@@ -467,6 +470,7 @@ impl PlanPool {
             }),
         });
         Ok(PlanPool {
+            id: front::next_pool_id(),
             core,
             cache,
             retire_rx,
@@ -670,21 +674,40 @@ impl PlanPool {
         }
     }
 
+    /// A hit: this thread's front cache first (no shared lock word), then the map.
     #[inline]
     fn try_hit(&self, desc: &PlanDesc) -> Option<Lease> {
-        let guard = self.cache.map.get(desc)?;
-        let e = guard.value();
-        if !e.state.try_lease() {
-            return None;
+        let hash = front::hash(desc);
+        if let Some(e) = front::find(self.id, hash, desc) {
+            if e.state.try_lease() {
+                return Some(self.hit(e));
+            }
+            // Evicted: the map may hold a newer plan for this key.
         }
+        let e = {
+            // The guard spans the `try_lease`, so a lease is never taken on an entry whose
+            // removal from the map (an eviction) has returned.
+            let guard = self.cache.map.get(desc)?;
+            let e = guard.value();
+            if !e.state.try_lease() {
+                return None;
+            }
+            e.clone()
+        };
+        front::remember(self.id, hash, &e);
+        Some(self.hit(e))
+    }
+
+    /// Stamps a hit on `e`, whose lease (and hit count) `try_lease` just took.
+    #[inline]
+    fn hit(&self, e: Arc<PlanEntry>) -> Lease {
         // Stored only when the clock moved (a miss since this plan's last hit): hits between
         // misses write no line beyond the lease count and the hit count.
         let now = self.recency.now();
         if e.last_used.load(Ordering::Relaxed) != now {
             e.last_used.store(now, Ordering::Relaxed);
         }
-        e.hits.fetch_add(1, Ordering::Relaxed);
-        Some(Lease::new(e.clone()))
+        Lease::new(e)
     }
 
     #[cold]
@@ -758,7 +781,7 @@ impl PlanPool {
                     drop(registered.take());
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
-                            if entry.state.try_lease() {
+                            if entry.state.try_join() {
                                 entry.last_used.store(self.recency.now(), Ordering::Relaxed);
                                 return Ok(Lease::new(entry));
                             }
@@ -925,7 +948,6 @@ impl PlanPool {
             state: LeaseState::new_leased(),
             last_used: AtomicU64::new(now),
             listed: AtomicU64::new(now),
-            hits: AtomicU64::new(0),
             creation_us: took.as_secs_f64() * 1e6,
             prior_uses,
             base: AtomicU64::new(base.to_bits()),
@@ -1176,13 +1198,13 @@ impl PlanPool {
             for (_, e) in inner.lru.iter().filter(|(_, e)| want(e.desc.device)) {
                 m.cached += 1;
                 m.work_area_bytes += e.work_size;
-                m.hits += e.hits.load(Ordering::Relaxed);
+                m.hits += e.state.hits();
                 m.in_flight += e.state.leases();
             }
         }
         for e in lock(&self.core.retired).values().filter(|e| want(e.desc.device)) {
             m.retired_pending += 1;
-            m.hits += e.hits.load(Ordering::Relaxed);
+            m.hits += e.state.hits();
             m.in_flight += e.state.leases();
         }
         let devices: Vec<Arc<Device>> = match only {
@@ -1255,7 +1277,7 @@ impl PlanPool {
             .map(|(_, e)| CachedPlan {
                 desc: e.desc.to_string(),
                 work_size: e.work_size,
-                hits: e.hits.load(Ordering::Relaxed),
+                hits: e.state.hits(),
                 leases: e.state.leases(),
             })
             .collect()
@@ -1283,7 +1305,7 @@ impl PlanPool {
     pub fn manifest(&self) -> Manifest {
         let mut m = Manifest::empty_for(&*self.core.runtime);
         let inner = lock(&self.cache.inner);
-        let live: HashMap<PlanDesc, u64> = inner.lru.iter().map(|(k, e)| (*k, e.hits.load(Ordering::Relaxed))).collect();
+        let live: HashMap<PlanDesc, u64> = inner.lru.iter().map(|(k, e)| (*k, e.state.hits())).collect();
         m.plans = inner.working_set.plans(&live);
         m
     }

@@ -1,5 +1,5 @@
-//! A lease's release against eviction, shutdown and the destroyer, and `release_after`'s
-//! completion against shutdown, under loom.
+//! A lease's release against eviction, shutdown and the destroyer, a front-cache hit
+//! against eviction, and `release_after`'s completion against shutdown, under loom.
 
 use super::{ModelRuntime, Regression, STREAM, caught, key, model, pool, spawn};
 
@@ -29,6 +29,41 @@ fn eviction_racing_the_last_release_of_a_leased_plan() {
         drop(pool);
         assert_eq!(rt.live(), 0);
         assert_eq!((rt.creations(), rt.destroys()), (2, 2), "every plan destroyed once");
+    });
+}
+
+/// A hit from a thread's front cache (plan A, hit once through the map by that thread and
+/// remembered there) racing another thread's eviction of A. The front path takes its lease
+/// without the map's guard, so it may find A after A left the map: `try_lease` must then
+/// refuse A if it is marked evicted (the miss makes A again), or A is retired under the
+/// lease, not destroyed. Either way each plan is destroyed exactly once, never while in use
+/// (the runtime checks), every lease is on a live plan of its key, and nothing is left.
+#[test]
+fn a_front_cache_hit_racing_the_eviction_of_its_plan() {
+    model(|| {
+        let rt = ModelRuntime::new(2);
+        let pool = std::sync::Arc::new(pool(&rt, 2));
+        drop(pool.acquire(&key(8)).expect("plan A"));
+        drop(pool.acquire(&key(16)).expect("plan B"));
+        let hitter = {
+            let (pool, rt) = (pool.clone(), rt.clone());
+            spawn(move || {
+                for _ in 0..2 {
+                    // The first: a hit through the map (remembered), or a miss if A is gone.
+                    // The second: from the front cache while A is there.
+                    let a = pool.acquire(&key(8)).expect("A: a hit, or a miss that remakes it");
+                    assert_eq!(a.desc(), &key(8));
+                    rt.using(a.plan());
+                    rt.done_with(a.plan());
+                }
+            })
+        };
+        // B was used last: capacity 1 evicts A.
+        pool.set_capacity(1).expect("a valid capacity");
+        hitter.join().unwrap();
+        drop(pool);
+        assert_eq!(rt.live(), 0);
+        assert_eq!(rt.creations(), rt.destroys(), "every plan destroyed once");
     });
 }
 

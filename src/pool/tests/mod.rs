@@ -7,8 +7,8 @@
 //!
 //! - `loom_pool.rs`: misses at a full ceiling (single flight, no slot leak, the waiter's
 //!   wake-up), a failing creation, shutdown against another thread's idle destroy;
-//! - `loom_lease.rs`: eviction racing the last release of a leased plan, shutdown racing
-//!   it, `release_after` completion racing shutdown;
+//! - `loom_lease.rs`: eviction racing the last release of a leased plan, and a front-cache
+//!   hit on it; shutdown racing the last release; `release_after` completion racing shutdown;
 //! - `loom_ceiling.rs`, `loom_flight.rs`: the primitives on their own.
 //!
 //! The runtime is [`ModelRuntime`]: no threads, plans and events are counters, and the
