@@ -10,8 +10,8 @@
 #      $HFP_MLX_PARTS, default /tmp/mlxparts), MLX's own mx.fft over the 26-shape cycle,
 #      natively and through the cuFFT interposer, alternated three times at MLX's cache 128,
 #      then at cache 8 with MLX's thrash check off. The parts exceed one call's carry: carry
-#      .device/mlx/mlx.part.aa in a call that copies it to /tmp/mlxparts, then part .ab with
-#      .device/bench in the next one (within 30 s), copied there before this script runs.
+#      .device/mlx/mlx.part.aa, then .ab, each in a call that copies it to /tmp/mlxparts,
+#      then .device/bench in the call that runs this script (calls within 30 s of each other).
 # then prints one combined table (also written as summary.md). Everything goes to $OUT
 # (or .device/bench-out when OUT is unset). A part that fails is reported and the rest runs.
 # HFP_GPU_BENCH_ARGS, HFP_PY_BENCH_ARGS and HFP_CPU_BENCH_ARGS add arguments to each part

@@ -75,9 +75,9 @@ Run on the device machine (repository root as working directory, carrying .devic
 
   bash scripts/gpu-bench-device.sh
 
-For the MLX rows, first carry .device/mlx/mlx.part.aa in a call of its own that copies it to
-/tmp/mlxparts, then carry .device/mlx/mlx.part.ab with .device/bench in the next call (the
-machine stays warm 30 s) and copy it there too before the script runs (see the script's head).
+For the MLX rows, carry .device/mlx/mlx.part.aa, then .device/mlx/mlx.part.ab, each in a call
+of its own that copies it to /tmp/mlxparts, then .device/bench (calls within 30 s of each
+other keep the machine warm; each carry is at most 64 MiB; see the script's head).
 
 It sets LD_LIBRARY_PATH=/usr/local/cuda/lib64 for the Rust programs itself, writes to \$OUT
 (gpu_bench.json, torch_cupy.json, cpu_benches.json, summary.md and the raw outputs), and ends
