@@ -38,8 +38,9 @@
 //!   `loom_ceiling.rs`, `loom_flight.rs`).
 //!
 //! Files import downwards only: `plan_pool` → `lease` → `entry` → `completion`, `device`,
-//! `ceiling`, `lease_state`, and `plan_pool` → `front` → `entry`; `completion`, `flight`, `ceiling`, `lease_state` and `clock`
-//! import only [`crate::sync`], whose loom build is what the model tests run on.
+//! `ceiling`, `lease_state`, and `plan_pool` → `front` → `entry`; `completion`, `flight`,
+//! `ceiling`, `lease_state` and `clock` import only [`crate::sync`], whose loom build is what
+//! the model tests run on.
 //!
 //! This layer calls [`crate::observe`] (counters, the watchdog) and [`crate::runtime`] (the
 //! library), never [`crate::ffi`].
