@@ -78,6 +78,43 @@ fn a_plan_evicted_while_a_thread_remembers_it_is_never_leased_again() {
     assert_eq!(sim.live_handles(), 0);
 }
 
+/// A plan leased by 20 threads at once (more threads than a plan has lease stripes, so
+/// some share one) and evicted under them stays alive until the last of them gives its
+/// lease back, from whichever thread, and is then destroyed once. Ground truth: the sim's
+/// own live set.
+#[test]
+fn a_plan_leased_from_many_threads_outlives_its_eviction_until_the_last_release() {
+    let (sim, rt) = sim(SimConfig::default());
+    let pool = Arc::new(pool(&rt, 1, 8, Duration::from_secs(5)));
+    let (a, b) = (c2c(8, 1), c2c(16, 1));
+    let plan = pool.acquire(&a).unwrap().plan();
+    let leases: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..20).map(|_| s.spawn(|| pool.acquire(&a).unwrap())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(leases.iter().all(|l| l.plan() == plan), "every thread hit the one plan");
+    assert_eq!(pool.metrics().in_flight, 20);
+    drop(pool.acquire(&b).unwrap()); // capacity 1: evicts a under its 20 leases
+    let mut leases = leases;
+    // Given back from other threads than the ones that took them, last one on this thread.
+    let last = leases.pop().unwrap();
+    std::thread::scope(|s| {
+        for chunk in leases.chunks_mut(5) {
+            let mine: Vec<_> = chunk.iter_mut().map(|l| std::mem::replace(l, pool.acquire(&b).unwrap())).collect();
+            s.spawn(move || drop(mine));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(sim.is_live(plan), "one lease still holds the evicted plan");
+    drop(last);
+    wait_for("the retired plan's destroy", || !sim.is_live(plan));
+    drop(leases); // leases on b
+    assert_eq!(sim.created_total(), 2, "a was made once, b once");
+    pool.shutdown();
+    assert_eq!(sim.live_handles(), 0);
+    assert_eq!(sim.destroyed_total(), 2, "each destroyed once");
+}
+
 /// One thread hitting the same descriptor in two pools gets each pool's own plan, and
 /// each pool counts its own hits.
 #[test]

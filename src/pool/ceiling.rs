@@ -11,7 +11,7 @@
 //! lock, which the waiter holds until it sleeps.
 //!
 //! A change that does not bump the epoch unless someone waits (a plan going idle, on the
-//! hot release path: [`LiveCeiling::notify_if_waiting`]) is seen only by a waiter that was
+//! hot release path: [`notify_idle`]) is seen only by a waiter that was
 //! registered before it last looked for room: a miss holds a [`Waiting`] registration from
 //! [`LiveCeiling::register`] across its last look and its wait.
 
@@ -166,23 +166,14 @@ impl LiveCeiling {
         }
     }
 
-    /// [`notify`](Self::notify) if anyone is registered as a waiter; otherwise nothing at all
-    /// (no shared write), for the release that idles a plan. Call it after the change was
-    /// made with a `SeqCst` read-modify-write, so that a miss registered before its last look
-    /// either saw the change or is notified (see [`register`](Self::register)).
-    #[inline]
-    pub(crate) fn notify_if_waiting(&self) {
-        loom_sc_fence();
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            self.notify();
-        }
-    }
-
     /// Registers the caller as a waiter until the guard drops. A miss registers *before* its
     /// last look for room (its checks must read with `SeqCst`), then waits with
     /// [`wait_for_change`](Self::wait_for_change): a change made after that look then always
-    /// bumps the epoch, even one signalled by [`notify_if_waiting`](Self::notify_if_waiting).
-    pub(crate) fn register(&self) -> Waiting<'_> {
+    /// bumps the epoch, even one signalled by [`notify_idle`].
+    pub(crate) fn register(self: &Arc<Self>) -> Waiting<'_> {
+        let r = registry();
+        lock(&r.ceilings).push(self.clone());
+        r.count.fetch_add(1, Ordering::SeqCst);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         loom_sc_fence();
         Waiting { ceiling: self }
@@ -219,12 +210,67 @@ impl LiveCeiling {
 
 /// A registration as a waiter (see [`LiveCeiling::register`]); unregisters on drop.
 pub(crate) struct Waiting<'a> {
-    ceiling: &'a LiveCeiling,
+    ceiling: &'a Arc<LiveCeiling>,
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.ceiling.waiters.fetch_sub(1, Ordering::SeqCst);
+        let r = registry();
+        r.count.fetch_sub(1, Ordering::SeqCst);
+        let mut on = lock(&r.ceilings);
+        if let Some(i) = on.iter().position(|c| Arc::ptr_eq(c, self.ceiling)) {
+            on.swap_remove(i);
+        }
+    }
+}
+
+/// The waiters registered on any ceiling, and the ceilings they wait on (one entry per
+/// registration). The release that idles a plan reads only this: once its lease is given
+/// back, another thread may destroy and free the plan, its device state and a private
+/// ceiling at once, so it must not touch them (the lease borrows the plan's `Arc`, it holds
+/// no count of its own; see `entry::Held`).
+struct Registry {
+    count: AtomicUsize,
+    ceilings: Mutex<Vec<Arc<LiveCeiling>>>,
+}
+
+#[cfg(not(loom))]
+fn registry() -> &'static Registry {
+    static REGISTRY: Registry = Registry { count: AtomicUsize::new(0), ceilings: Mutex::new(Vec::new()) };
+    &REGISTRY
+}
+
+#[cfg(loom)]
+fn registry() -> &'static Registry {
+    // Made afresh for each execution loom explores.
+    loom::lazy_static! {
+        static ref REGISTRY: Registry = Registry { count: AtomicUsize::new(0), ceilings: Mutex::new(Vec::new()) };
+    }
+    &REGISTRY
+}
+
+/// A plan went idle (its release's `SeqCst` decrement is done): notifies every ceiling a
+/// miss is registered on, if any; otherwise nothing at all (no shared write), for the hot
+/// release path. A miss registered before its last look either saw the plan idle or is
+/// notified: it listed its ceiling and counted itself (`SeqCst`) before that look, and this
+/// reads the count (`SeqCst`) after the decrement (the store-buffer pattern). Ceilings other
+/// than the plan's get a spurious change: their waiters look again and wait again.
+#[inline]
+pub(crate) fn notify_idle() {
+    loom_sc_fence();
+    if registry().count.load(Ordering::SeqCst) > 0 {
+        notify_registered();
+    }
+}
+
+#[cold]
+fn notify_registered() {
+    let mut on: Vec<Arc<LiveCeiling>> = lock(&registry().ceilings).clone();
+    on.sort_by_key(|c| Arc::as_ptr(c) as usize);
+    on.dedup_by(|a, b| Arc::ptr_eq(a, b));
+    for c in on {
+        c.notify();
     }
 }
 

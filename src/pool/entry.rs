@@ -7,6 +7,8 @@
 //! event fired, so `lease.rs` and `completion.rs` never need each other.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Deref;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::pool::creator::{Creators, RuntimeCalls};
@@ -17,7 +19,7 @@ use crate::observe::watchdog::{CallKind, Watchdog};
 use crate::pool::ceiling::LiveCeiling;
 use crate::pool::completion::Completes;
 use crate::pool::device::{CeilingPlan, Device};
-use crate::pool::lease_state::{LeaseState, Released};
+use crate::pool::lease_state::{LeaseState, Released, Stripe};
 use crate::runtime::boundary::{RawEvent, RawPlan, RawStream, Runtime, with_device};
 use crate::sync::channel::Sender;
 use crate::sync::stat::AtomicU64;
@@ -25,8 +27,8 @@ use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
 
 /// An open batch's stream: (device, stream handle).
 pub(crate) type BatchKey = (i32, usize);
-/// The leases of an open batch, one per entry (an entry may appear more than once).
-pub(crate) type Batch = Vec<Arc<PlanEntry>>;
+/// The leases of an open batch (one plan may appear more than once).
+pub(crate) type Batch = Vec<Held>;
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
@@ -271,15 +273,18 @@ impl Core {
     }
 }
 
-/// A cached (or retired) plan: its handle, what it was made for, and the state word that
-/// counts its leases.
+/// A cached (or retired) plan: its handle, what it was made for, and the state that counts
+/// its leases.
 ///
-/// `repr(C)` with the words a hit writes first: right behind the `Arc`'s own counts, which a
-/// hit also writes, so that a hit from another core moves as few cache lines as it can.
+/// A hit writes none of its words but `last_used`, and that only when the recency clock
+/// moved: its lease goes to a stripe of `state`, and the lease borrows the entry's `Arc`
+/// ([`Held`]) instead of counting it, so threads hitting one plan share its lines read-only.
+/// `repr(C)` keeps the words a hit reads (`state`, `last_used`) on the first line.
 #[repr(C)]
 pub(crate) struct PlanEntry {
-    /// Its leases, its hits and whether it was evicted (`LeaseState`).
-    pub state: LeaseState,
+    /// Its leases, its hits and whether it was evicted (`LeaseState`). Shared with the
+    /// threads' front caches, which hold it (and not the entry) to find a plan again.
+    pub state: Arc<LeaseState>,
     /// Recency stamp of the last hit (see `clock`).
     pub last_used: AtomicU64,
     pub core: Arc<Core>,
@@ -313,30 +318,6 @@ impl PlanEntry {
         crate::pool::eviction::CostState::priority(f64::from_bits(self.base.load(Ordering::Relaxed)), self.uses(), self.creation_us)
     }
 
-    /// Gives one lease back. Never calls the runtime (safe in a stream callback): one
-    /// atomic decrement, a wake-up only if a miss waits at the ceiling, and for the last
-    /// lease of a retired plan a send to the destroyer thread.
-    #[inline]
-    pub(crate) fn release_lease(self: &Arc<Self>) {
-        match self.state.release() {
-            Released::StillLeased => {}
-            Released::Idle => {
-                // An idle plan may be evicted: a miss waiting at the ceiling should look again.
-                self.dev.ceiling.notify_if_waiting();
-            }
-            Released::LastOfRetired => {
-                // Hand it to the destroyer thread; if that is gone (process teardown), the
-                // plan is destroyed by whoever drains the queue, never here.
-                if self.core.retire_tx.send(self.clone()).is_err() {
-                    // The destroyer thread is gone (process teardown): the handle is never
-                    // destroyed. Counted and logged, never a panic here.
-                    Counters::bump(&self.dev.counters.destroy_failures);
-                    tracing::error!(plan = ?self.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
-                }
-            }
-        }
-    }
-
     /// Releases the lease that `self` stands for once the work enqueued so far on `stream`
     /// completes: records an event there (reused from the free list when one is there)
     /// and hands lease and event to the completion thread. On failure the lease comes back,
@@ -344,11 +325,11 @@ impl PlanEntry {
     ///
     /// # Safety
     /// `stream` is a live stream of the pool's runtime ([`crate::Lease::release_after`]).
-    pub(crate) unsafe fn release_after(self: Arc<Self>, stream: RawStream) -> Result<(), (Error, Arc<Self>)> {
-        let core = self.core.clone();
-        let device = self.desc.device;
+    pub(crate) unsafe fn release_after(held: Held, stream: RawStream) -> Result<(), (Error, Held)> {
+        let core = held.core.clone();
+        let device = held.desc.device;
         // SAFETY: the caller's promise, passed on.
-        unsafe { core.record_release(device, stream, self, Vec::new()) }.map_err(|(e, first, _)| (e, first))
+        unsafe { core.record_release(device, stream, held, Vec::new()) }.map_err(|(e, first, _)| (e, first))
     }
 
     /// Adds the lease that `self` stands for to the open batch of `stream`, released once the
@@ -359,13 +340,13 @@ impl PlanEntry {
     /// # Safety
     /// `stream` is a live stream of the pool's runtime other than 0, 1 and 2, and stays live
     /// until its batch is ended ([`crate::Lease::release_in_batch`]).
-    pub(crate) unsafe fn release_in_batch(self: Arc<Self>, stream: RawStream) -> Result<(), (Error, Vec<Arc<Self>>)> {
-        let core = self.core.clone();
-        let device = self.desc.device;
+    pub(crate) unsafe fn release_in_batch(held: Held, stream: RawStream) -> Result<(), (Error, Vec<Held>)> {
+        let core = held.core.clone();
+        let device = held.desc.device;
         let full = {
             let mut open = lock(&core.open_batches);
             let batch = open.entry((device, stream.0)).or_default();
-            batch.push(self);
+            batch.push(held);
             if batch.len() >= BATCH_LIMIT { open.remove(&(device, stream.0)) } else { None }
         };
         match full {
@@ -398,7 +379,7 @@ impl Core {
     ///
     /// # Safety
     /// `stream` is a live stream of the pool's runtime.
-    pub(crate) unsafe fn end_batch(&self, device: i32, stream: RawStream, mut batch: Vec<Arc<PlanEntry>>) -> Result<(), (Error, Vec<Arc<PlanEntry>>)> {
+    pub(crate) unsafe fn end_batch(&self, device: i32, stream: RawStream, mut batch: Vec<Held>) -> Result<(), (Error, Vec<Held>)> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -420,9 +401,9 @@ impl Core {
         &self,
         device: i32,
         stream: RawStream,
-        first: Arc<PlanEntry>,
-        rest: Vec<Arc<PlanEntry>>,
-    ) -> Result<(), (Error, Arc<PlanEntry>, Vec<Arc<PlanEntry>>)> {
+        first: Held,
+        rest: Vec<Held>,
+    ) -> Result<(), (Error, Held, Vec<Held>)> {
         let rt = &*self.runtime;
         if self.completion_tx.lock().is_none() {
             // Shut down: no event to make (nobody would ever destroy it).
@@ -467,6 +448,113 @@ impl Core {
     }
 }
 
+/// One lease on a plan, as the pool passes it between its parts (a `Lease`, an open batch,
+/// a pending release): the entry, borrowed, and the stripe of its state that counts the
+/// lease.
+///
+/// It holds no reference count: taking and giving back a lease write only the stripe's
+/// line, not the `Arc`'s counts that every thread hitting the plan would share. The lease
+/// it stands for keeps the entry alive instead: until the plan's last lease is released the
+/// plan is not destroyed, and until then the cache's map or the retired set holds the
+/// entry's `Arc` (`Cache::retire` lists an entry as retired before it marks it evicted).
+/// Once its lease is given back (`release`) nothing of the entry may be touched.
+///
+/// Dropped without `release` (only a pending release whose completion thread panicked),
+/// its lease stays taken: the plan is then never destroyed, rather than destroyed under
+/// work that may still run.
+pub(crate) struct Held {
+    entry: NonNull<PlanEntry>,
+    stripe: Stripe,
+}
+
+// SAFETY: a `Held` stands for a `&PlanEntry` kept valid by its lease (see above), and
+// `PlanEntry` is `Sync`: any thread may use and release it.
+unsafe impl Send for Held {}
+// SAFETY: as for `Send`; `&Held` gives out only `&PlanEntry`.
+unsafe impl Sync for Held {}
+
+impl Held {
+    /// Takes over the lease just taken on `stripe` of `entry`'s state.
+    ///
+    /// # Safety
+    /// The caller took that lease and passes it on (it is released through the result, once),
+    /// and `entry` is listed in its cache's map, or in the retired set, or was made by the
+    /// caller and is listed in one of them before this lease can be released.
+    #[inline]
+    pub(crate) unsafe fn new(entry: &Arc<PlanEntry>, stripe: Stripe) -> Held {
+        Held { entry: NonNull::from(&**entry), stripe }
+    }
+
+    /// As [`Held::new`], from a pointer to the entry.
+    ///
+    /// # Safety
+    /// As for [`Held::new`]; `entry` points into an `Arc<PlanEntry>` so listed.
+    #[inline]
+    pub(crate) unsafe fn from_ptr(entry: NonNull<PlanEntry>, stripe: Stripe) -> Held {
+        Held { entry, stripe }
+    }
+
+    /// Another lease on the same plan and stripe, taken while this one holds it.
+    pub(crate) fn share(&self) -> Held {
+        self.state.add_lease(self.stripe);
+        Held { entry: self.entry, stripe: self.stripe }
+    }
+
+    /// The entry's `Arc`, counted: for the destroyer, which outlives every lease.
+    fn counted(&self) -> Arc<PlanEntry> {
+        let p = self.entry.as_ptr().cast_const();
+        // SAFETY: `p` came from an `Arc<PlanEntry>` that the map or the retired set still
+        // holds (this lease keeps it listed), so its count is above zero while it is raised.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+
+    /// Gives the lease back. Never calls the runtime (safe in a stream callback): one
+    /// atomic decrement on the lease's stripe, a wake-up only if a miss waits at a ceiling,
+    /// and for the last lease of a retired plan a send to the destroyer thread.
+    #[inline]
+    pub(crate) fn release(self) {
+        match self.state.release(self.stripe) {
+            // The entry may be gone from here on: nothing of it is touched.
+            Released::StillLeased => {}
+            Released::Idle => {
+                // An idle plan may be evicted: a miss waiting at a ceiling should look again.
+                crate::pool::ceiling::notify_idle();
+            }
+            Released::LastOfRetired => {
+                // This release owns the destroy, so the entry stays listed as retired until
+                // the destroyer is done with it.
+                let entry = self.counted();
+                if let Err(e) = self.core.retire_tx.send(entry) {
+                    // The destroyer thread is gone (process teardown): the handle is never
+                    // destroyed. Counted and logged, never a panic here.
+                    let entry = e.into_inner();
+                    Counters::bump(&entry.dev.counters.destroy_failures);
+                    tracing::error!(plan = ?entry.plan, "a retired plan's destroyer is gone; its handle is not destroyed");
+                }
+            }
+        }
+    }
+}
+
+impl Deref for Held {
+    type Target = PlanEntry;
+
+    #[inline]
+    fn deref(&self) -> &PlanEntry {
+        // SAFETY: valid while the lease is held (see the type), which `&self` proves.
+        unsafe { self.entry.as_ref() }
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").field("plan", &self.plan).field("stripe", &self.stripe).finish()
+    }
+}
+
 /// Leases waiting for their GPU work: the plans they hold (one lease each, counted in the
 /// plan's state word; more than one for a batch), the event recorded behind that work, and
 /// the stream it was recorded on.
@@ -474,9 +562,9 @@ impl Core {
 /// completing (only if the completion thread panicked), it keeps its lease: the plan is
 /// then never destroyed, rather than destroyed under work that may still run.
 pub(crate) struct PendingRelease {
-    entry: Arc<PlanEntry>,
+    entry: Held,
     /// The other leases of a batch, covered by the same event (empty for `release_after`).
-    rest: Vec<Arc<PlanEntry>>,
+    rest: Vec<Held>,
     event: RawEvent,
     stream: RawStream,
     /// Set once neither a query nor a synchronize of the event could prove the work done:
@@ -533,9 +621,9 @@ impl Completes for PendingRelease {
     /// Recycles the event, then releases the leases.
     fn complete(self) {
         self.entry.core.recycle_event(self.entry.desc.device, self.event);
-        for e in &self.rest {
-            e.release_lease();
+        for e in self.rest {
+            e.release();
         }
-        self.entry.release_lease();
+        self.entry.release();
     }
 }

@@ -3,25 +3,35 @@
 //!
 //! A hit through the map takes a shard's read lock: two atomic writes on a line that every
 //! thread hitting that shard shares, then a table probe. A thread that leases the same plans
-//! again finds them here first, in a small direct-mapped table of its own. A slot holds a
-//! `Weak` to the entry, so this cache keeps no plan, pool or runtime alive: only the
-//! entry's allocation, until the slot is reused or the thread ends. Upgrading the `Weak` is
-//! the one write that the map path's `Arc` clone made anyway.
+//! again finds them here first, in a small direct-mapped table of its own, and takes its
+//! lease on its own stripe of the plan's state: a hit found here writes no line that
+//! another thread hitting the same plan writes too.
 //!
-//! What a slot yields is checked as a map hit is: the entry's descriptor must equal the one
-//! asked for, and the lease is taken with `try_lease`, which fails once the entry was
-//! evicted. An entry removed from the map but not yet marked evicted can still be leased
-//! here. Eviction then retires it (`Evicted::Leased`), the same outcome as a map hit that
-//! took its lease just before the removal (`Cache::evict_one_idle` already expects that).
+//! A slot holds the plan's `LeaseState` (an `Arc`: the state outlives the entry while a
+//! slot names it) and a raw pointer to the entry, dereferenced only once a lease was taken
+//! on that state. The state is never reused, so a taken lease proves the entry is still
+//! listed in its cache (or retired with leases out) and so alive; an entry freed since, even
+//! with its address reused, has an evicted state, and the lease is refused. This cache
+//! thereby keeps no plan, pool or runtime alive: only the states, until the slot is reused
+//! or the thread ends.
+//!
+//! What a slot yields is checked as a map hit is: the lease is taken with `try_lease`,
+//! which fails once the entry was evicted, and the entry's descriptor must equal the one
+//! asked for (a slot matched on pool and hash only; a mismatch gives its lease back). An
+//! entry removed from the map but not yet marked evicted can still be leased here.
+//! Eviction then retires it (`Evicted::Leased`), the same outcome as a map hit that took
+//! its lease just before the removal (`Cache::evict_one_idle` already expects that).
 //!
 //! Under loom the table is a loom thread local, so the model tests run this path too.
 
 use std::cell::RefCell;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Weak};
+use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::desc::PlanDesc;
-use crate::pool::entry::PlanEntry;
+use crate::pool::entry::{Held, PlanEntry};
+use crate::pool::lease_state::{LeaseState, Stripe};
 
 /// Slots per thread; a power of two (the hash's low bits pick the slot).
 const SLOTS: usize = 256;
@@ -29,12 +39,19 @@ const SLOTS: usize = 256;
 struct Slot {
     /// The pool the entry belongs to ([`next_pool_id`]): two pools may cache one descriptor.
     pool: u64,
-    /// The descriptor's hash, so a slot of another key is passed over without upgrading.
+    /// The descriptor's hash, so a slot of another key is passed over untouched.
     hash: u64,
-    entry: Weak<PlanEntry>,
+    state: Arc<LeaseState>,
+    /// The entry `state` belongs to; valid only while a lease on `state` is held.
+    entry: NonNull<PlanEntry>,
 }
 
+#[cfg(not(loom))]
 type Table = RefCell<[Option<Slot>; SLOTS]>;
+// Boxed under loom: a model thread's stack (the main one's is loom's default) would not
+// hold the table while it is made.
+#[cfg(loom)]
+type Table = RefCell<Box<[Option<Slot>]>>;
 
 #[cfg(not(loom))]
 std::thread_local! {
@@ -43,7 +60,7 @@ std::thread_local! {
 
 #[cfg(loom)]
 loom::thread_local! {
-    static FRONT: Table = RefCell::new([const { None }; SLOTS]);
+    static FRONT: Table = RefCell::new((0..SLOTS).map(|_| None).collect());
 }
 
 /// A number no other pool of this process has (0 is never given).
@@ -65,33 +82,40 @@ fn index(hash: u64) -> usize {
     ((hash ^ (hash >> 32)) as usize) & (SLOTS - 1)
 }
 
-/// The entry of pool `pool` for `desc` if this thread's table holds it and it is still
-/// alive. It may be evicted: the caller's `try_lease` decides.
+/// A lease, taken on `stripe`, on pool `pool`'s plan for `desc` if this thread's table
+/// holds it and it was not evicted.
 #[inline]
-pub(crate) fn find(pool: u64, hash: u64, desc: &PlanDesc) -> Option<Arc<PlanEntry>> {
-    let found = FRONT
+pub(crate) fn find(pool: u64, hash: u64, desc: &PlanDesc, stripe: Stripe) -> Option<Held> {
+    let held = FRONT
         .try_with(|t| {
             let t = t.try_borrow().ok()?;
             let s = t[index(hash)].as_ref()?;
-            if s.pool != pool || s.hash != hash {
+            if s.pool != pool || s.hash != hash || !s.state.try_lease(stripe) {
                 return None;
             }
-            s.entry.upgrade()
+            // SAFETY: the lease was just taken on the state of the entry `s.entry` points
+            // to (a state is made for one entry and never reused), and a state that could be
+            // leased is not evicted: the entry is listed in its cache, or retired.
+            Some(unsafe { Held::from_ptr(s.entry, stripe) })
         })
         .ok()
         .flatten()?;
-    // Compared (and a mismatch dropped) outside the borrow: dropping the last `Arc` of an
-    // entry runs its fields' drops, which must not find the table borrowed.
-    (found.desc == *desc).then_some(found)
+    if held.desc == *desc {
+        Some(held)
+    } else {
+        // Another descriptor of the same hash: its lease goes back (its hit stays counted).
+        held.release();
+        None
+    }
 }
 
-/// Remembers `entry` as pool `pool`'s plan for the descriptor hashed to `hash`, in place of
-/// whatever held its slot.
+/// Remembers `entry` (a leased one) as pool `pool`'s plan for the descriptor hashed to
+/// `hash`, in place of whatever held its slot.
 #[inline]
-pub(crate) fn remember(pool: u64, hash: u64, entry: &Arc<PlanEntry>) {
-    let slot = Slot { pool, hash, entry: Arc::downgrade(entry) };
+pub(crate) fn remember(pool: u64, hash: u64, entry: &Held) {
+    let slot = Slot { pool, hash, state: entry.state.clone(), entry: NonNull::from(&**entry) };
     let old = FRONT.try_with(|t| t.try_borrow_mut().ok().map(|mut t| t[index(hash)].replace(slot)));
-    // The slot it replaced (a `Weak`, which may free an allocation) drops here, unborrowed.
+    // The slot it replaced drops here, unborrowed.
     drop(old);
 }
 

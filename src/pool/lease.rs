@@ -7,10 +7,9 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
-use crate::pool::entry::{Core, PlanEntry};
+use crate::pool::entry::{Core, Held, PlanEntry};
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
 use crate::runtime::boundary::{DevicePtr, HostCall, RawPlan, RawStream, with_device};
@@ -40,7 +39,7 @@ use crate::sync::{AtomicUsize, Ordering};
 /// ```
 #[must_use = "dropping a lease releases it: after the work it enqueued when it executed, at once otherwise"]
 pub struct Lease {
-    pub(crate) entry: Arc<PlanEntry>,
+    pub(crate) entry: Held,
     /// The stream of the last execution enqueued under this lease ([`NOT_EXECUTED`] before
     /// any), so that a drop releases after that work instead of at once.
     pub(crate) last_stream: AtomicUsize,
@@ -50,8 +49,8 @@ pub struct Lease {
 pub(crate) const NOT_EXECUTED: usize = usize::MAX;
 
 impl Lease {
-    /// A lease on `entry`, which already counts it in its state word.
-    pub(crate) fn new(entry: Arc<PlanEntry>) -> Lease {
+    /// The lease that `entry` stands for.
+    pub(crate) fn new(entry: Held) -> Lease {
         Lease { entry, last_stream: AtomicUsize::new(NOT_EXECUTED) }
     }
 }
@@ -135,8 +134,7 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn share(&self) -> Lease {
-        self.entry.state.add_lease();
-        Lease::new(self.entry.clone())
+        Lease::new(self.entry.share())
     }
 
     /// The descriptor the plan was made for.
@@ -440,7 +438,7 @@ impl Lease {
             };
         }
         // SAFETY: the caller's promise, passed on.
-        unsafe { self.into_entry().release_after(stream) }
+        unsafe { PlanEntry::release_after(self.into_entry(), stream) }
             .map_err(|(error, entry)| ReleaseAfterError { error, lease: Lease::new(entry) })
     }
 
@@ -502,7 +500,7 @@ impl Lease {
             };
         }
         // SAFETY: the caller's promise, passed on.
-        match unsafe { self.into_entry().release_in_batch(stream) } {
+        match unsafe { PlanEntry::release_in_batch(self.into_entry(), stream) } {
             Ok(()) => Ok(()),
             Err((error, batch)) => match batch.first().map(|e| e.core.clone()) {
                 Some(core) => release_after_failed(&core, device, stream, batch, error),
@@ -511,12 +509,11 @@ impl Lease {
         }
     }
 
-    /// The plan with the lease this value held, which it now stands for (not released).
-    fn into_entry(self) -> Arc<PlanEntry> {
+    /// The lease this value held, as the pool passes it on (not released).
+    fn into_entry(self) -> Held {
         let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped or used again, so the `Arc` is moved out of it
-        // exactly once; its strong count and the lease it counts move with it (the stream
-        // word is plain data and needs no drop).
+        // SAFETY: `this` is never dropped or used again, so the lease is moved out of it
+        // exactly once (the stream word is plain data and needs no drop).
         unsafe { std::ptr::read(&this.entry) }
     }
 }
@@ -548,18 +545,20 @@ impl Drop for Lease {
     #[inline]
     fn drop(&mut self) {
         let last = self.last_stream.load(Ordering::Relaxed);
+        // SAFETY: `self.entry` is not used again (a `Held` has no drop of its own), so the
+        // lease moves out of the dropped `Lease` exactly once.
+        let held = unsafe { std::ptr::read(&self.entry) };
         if last == NOT_EXECUTED {
-            self.entry.release_lease();
+            held.release();
         } else {
-            release_after_drop(self.entry.clone(), RawStream(last));
+            release_after_drop(held, RawStream(last));
         }
     }
 }
 
 #[cold]
-fn release_after_drop(entry: Arc<PlanEntry>, stream: RawStream) {
-    // The `Arc` clone carries the lease from here (in a fresh, unexecuted `Lease`): the one
-    // in the dropped `Lease` goes without releasing (its strong count only).
+fn release_after_drop(entry: Held, stream: RawStream) {
+    // The lease goes on in a fresh, unexecuted `Lease`.
     // SAFETY: `Lease::exec`'s contract keeps the last stream live until the lease is dropped.
     let Err(ReleaseAfterError { error, lease }) = (unsafe { Lease::new(entry).release_after(stream) }) else { return };
     let rt = &*lease.entry.core.runtime;
@@ -579,14 +578,14 @@ fn release_after_drop(entry: Arc<PlanEntry>, stream: RawStream) {
 /// What a batch whose event could not be recorded comes to: the stream is synchronized and
 /// the batch released; when that fails too its leases stay held for good (counted live,
 /// logged) rather than released under work that may still run, and the error is returned.
-pub(crate) fn release_after_failed(core: &Core, device: i32, stream: RawStream, batch: Vec<Arc<PlanEntry>>, error: Error) -> Result<()> {
+pub(crate) fn release_after_failed(core: &Core, device: i32, stream: RawStream, batch: Vec<Held>, error: Error) -> Result<()> {
     let rt = &*core.runtime;
     // SAFETY: the callers' contracts keep `stream` live until the batch ends (here).
     match with_device(rt, device, || unsafe { rt.stream_synchronize(stream) }) {
         Ok(()) => {
             tracing::warn!(leases = batch.len(), %error, "no event for a batch of releases: the stream was synchronized instead");
             for e in batch {
-                e.release_lease();
+                e.release();
             }
             Ok(())
         }
@@ -595,8 +594,8 @@ pub(crate) fn release_after_failed(core: &Core, device: i32, stream: RawStream, 
                 leases = batch.len(), %error, %sync,
                 "a batch of releases could not be released after its work; its leases stay held"
             );
-            // The Arcs keep their leases: the plans are never reused or destroyed.
-            std::mem::forget(batch);
+            // Dropped unreleased, the leases stay taken: the plans are never reused or destroyed.
+            drop(batch);
             Err(error)
         }
     }

@@ -10,12 +10,12 @@
 //!   the destroyer and completion threads.
 //! - `entry`: a cached plan (`PlanEntry`), the core it reports back to (`Core`: the
 //!   runtime, retired plans, the destroyer and completion queues, event reuse, destroys),
-//!   the release of a lease (`PlanEntry::release_lease`, `release_after`), and
-//!   `PendingRelease`, a lease waiting for its event.
+//!   one lease as the pool passes it on (`Held`: the entry, borrowed, and its stripe;
+//!   `Held::release`, `release_after`), and `PendingRelease`, a lease waiting for its event.
 //! - `device`: one device as the pool sees it (its ceiling and counters), and where each
 //!   device's ceiling comes from.
 //! - `lease`: [`Lease`], one execution's hold on a plan: exec, release, `release_after`.
-//! - `lease_state`: the one atomic word that counts a plan's leases and marks it retired.
+//! - `lease_state`: the striped atomic words that count a plan's leases and mark it retired.
 //! - `completion`: the completion queue and thread, a leaf generic over what it holds (an
 //!   in-order queue key and a poll that says done): it polls each queue's oldest item and
 //!   completes what is done.

@@ -21,11 +21,11 @@ use crate::pool::creator::{Creators, Handoff};
 use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
 use crate::pool::device::{CeilingPlan, Device};
-use crate::pool::entry::{Core, PendingRelease, PlanEntry};
+use crate::pool::entry::{Core, Held, PendingRelease, PlanEntry};
 use crate::pool::front;
 use crate::error::{CeilingState, Error, Result, panic_message};
 use crate::pool::lease::Lease;
-use crate::pool::lease_state::{Evicted, LeaseState};
+use crate::pool::lease_state::{Evicted, LeaseState, Stripe};
 use crate::pool::eviction::{CostState, Eviction};
 use crate::pool::manifest::{Manifest, ManifestPlan, WorkingSet};
 use crate::pool::thrash::ThrashDetector;
@@ -678,21 +678,21 @@ impl PlanPool {
     #[inline]
     fn try_hit(&self, desc: &PlanDesc) -> Option<Lease> {
         let hash = front::hash(desc);
-        if let Some(e) = front::find(self.id, hash, desc) {
-            if e.state.try_lease() {
-                return Some(self.hit(e));
-            }
-            // Evicted: the map may hold a newer plan for this key.
+        let stripe = Stripe::this_thread();
+        // Not found or evicted: the map may hold a newer plan for this key.
+        if let Some(e) = front::find(self.id, hash, desc, stripe) {
+            return Some(self.hit(e));
         }
         let e = {
             // The guard spans the `try_lease`, so a lease is never taken on an entry whose
             // removal from the map (an eviction) has returned.
             let guard = self.cache.map.get(desc)?;
             let e = guard.value();
-            if !e.state.try_lease() {
+            if !e.state.try_lease(stripe) {
                 return None;
             }
-            e.clone()
+            // SAFETY: the lease was just taken, on an entry the map lists.
+            unsafe { Held::new(e, stripe) }
         };
         front::remember(self.id, hash, &e);
         Some(self.hit(e))
@@ -700,7 +700,7 @@ impl PlanPool {
 
     /// Stamps a hit on `e`, whose lease (and hit count) `try_lease` just took.
     #[inline]
-    fn hit(&self, e: Arc<PlanEntry>) -> Lease {
+    fn hit(&self, e: Held) -> Lease {
         // Stored only when the clock moved (a miss since this plan's last hit): hits between
         // misses write no line beyond the lease count and the hit count.
         let now = self.recency.now();
@@ -781,9 +781,12 @@ impl PlanPool {
                     drop(registered.take());
                     match flight.wait(deadline) {
                         Some(Ok(entry)) => {
-                            if entry.state.try_join() {
+                            let stripe = Stripe::this_thread();
+                            if entry.state.try_join(stripe) {
                                 entry.last_used.store(self.recency.now(), Ordering::Relaxed);
-                                return Ok(Lease::new(entry));
+                                // SAFETY: the lease was just taken, on a plan not evicted
+                                // (so listed in the map, or retired since).
+                                return Ok(Lease::new(unsafe { Held::new(&entry, stripe) }));
                             }
                             // Evicted before we got to it: go round again.
                         }
@@ -937,6 +940,8 @@ impl PlanPool {
             let prior = inner.cost.admitted(desc);
             (prior, inner.cost.inflation())
         };
+        // The creation's lease is counted on the stripe of the thread it goes back to.
+        let stripe = Stripe::this_thread();
         let entry = Arc::new(PlanEntry {
             core: self.core.clone(),
             dev: dev.clone(),
@@ -945,7 +950,7 @@ impl PlanPool {
             work_size: created.work_size,
             input_bytes: desc.extents().map_or(0, |e| e.input_bytes),
             auto_allocation: options.auto_allocation,
-            state: LeaseState::new_leased(),
+            state: Arc::new(LeaseState::new_leased(stripe)),
             last_used: AtomicU64::new(now),
             listed: AtomicU64::new(now),
             creation_us: took.as_secs_f64() * 1e6,
@@ -974,7 +979,8 @@ impl PlanPool {
             self.cache.retire(&entry);
             c.creating.fetch_sub(1, Ordering::SeqCst);
             flight.finish(Err(Error::ShutDown));
-            drop(Lease::new(entry));
+            // SAFETY: the creation's own lease, on a plan listed as retired just above.
+            drop(Lease::new(unsafe { Held::new(&entry, stripe) }));
             return Err(Error::ShutDown);
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
@@ -997,7 +1003,9 @@ impl PlanPool {
                 self.core.doom(v);
             }
         }
-        Ok(Lease::new(entry))
+        // SAFETY: the creation's own lease, on a plan the map lists (or, evicted by the
+        // bounds at once, the retired set).
+        Ok(Lease::new(unsafe { Held::new(&entry, stripe) }))
     }
 
 

@@ -7,8 +7,9 @@
 //!
 //! - `loom_pool.rs`: misses at a full ceiling (single flight, no slot leak, the waiter's
 //!   wake-up), a failing creation, shutdown against another thread's idle destroy;
-//! - `loom_lease.rs`: eviction racing the last release of a leased plan, and a front-cache
-//!   hit on it; shutdown racing the last release; `release_after` completion racing shutdown;
+//! - `loom_lease.rs`: eviction racing the last release of a leased plan, releases on two
+//!   stripes (of a pool's plan, and of a lease state alone), and a front-cache hit on it;
+//!   shutdown racing the last release; `release_after` completion racing shutdown;
 //! - `loom_ceiling.rs`, `loom_flight.rs`: the primitives on their own.
 //!
 //! The runtime is [`ModelRuntime`]: no threads, plans and events are counters, and the
@@ -56,6 +57,8 @@ pub(crate) enum Regression {
     LeaveRetiredBeforeDestroy,
     /// Shutdown's wait does not count other threads' idle destroys (defect 6).
     ShutdownIgnoresIdleDestroys,
+    /// The evictor holds no count of a plan's open stripes while it marks them.
+    EvictorHoldsNoStripe,
 }
 
 thread_local! {
@@ -148,7 +151,8 @@ pub(crate) struct ModelRuntime {
     creations: StdAtomicUsize,
     destroys: StdAtomicUsize,
     /// Plans a test thread holds a lease on and may execute (set by the test).
-    in_use: StdMutex<HashSet<RawPlan>>,
+    /// Plans test threads use now, once per user (two threads may use one plan).
+    in_use: StdMutex<Vec<RawPlan>>,
     /// Plans with GPU work enqueued (set by the test, which stands for the execution).
     pending: StdMutex<HashSet<RawPlan>>,
     gpu_done: AtomicBool,
@@ -167,7 +171,7 @@ impl ModelRuntime {
             live: LoomMutex::new(HashSet::new()),
             creations: StdAtomicUsize::new(0),
             destroys: StdAtomicUsize::new(0),
-            in_use: StdMutex::new(HashSet::new()),
+            in_use: StdMutex::new(Vec::new()),
             pending: StdMutex::new(HashSet::new()),
             gpu_done: AtomicBool::new(false),
             live_events: StdAtomicUsize::new(0),
@@ -202,12 +206,14 @@ impl ModelRuntime {
     /// A test thread starts using `plan` (it holds a lease on it).
     fn using(&self, plan: RawPlan) {
         assert!(self.live.lock().unwrap().contains(&plan), "a lease on a plan that is not live");
-        self.in_use.lock().unwrap().insert(plan);
+        self.in_use.lock().unwrap().push(plan);
     }
 
     /// A test thread stops using `plan` (it is about to release its lease).
     fn done_with(&self, plan: RawPlan) {
-        self.in_use.lock().unwrap().remove(&plan);
+        let mut in_use = self.in_use.lock().unwrap();
+        let i = in_use.iter().position(|p| *p == plan).expect("done with a plan this test was not using");
+        in_use.swap_remove(i);
     }
 
     /// GPU work under `plan` is enqueued (what an execution would do).
