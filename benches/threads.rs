@@ -13,6 +13,7 @@ mod common;
 
 use std::hint::black_box;
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{keys, shapes};
@@ -46,6 +47,11 @@ fn run_threads<F: Fn(usize) + Sync>(threads: usize, iters: u64, n: usize, op: F)
     })
 }
 
+/// One thread's word, on a line pair of its own.
+#[derive(Default)]
+#[repr(align(128))]
+struct Unshared(AtomicU64);
+
 fn threads(c: &mut Criterion) {
     let shapes = shapes();
     let keys = keys(&shapes);
@@ -63,6 +69,28 @@ fn threads(c: &mut Criterion) {
             b.iter_custom(|iters| {
                 run_threads(t, iters, n, |k| {
                     drop(black_box(pool.acquire(&shapes[k]).unwrap()));
+                })
+            })
+        });
+        // The machine's own ceiling: the two locked read-modify-writes a hit pays (a CAS
+        // that takes, a SeqCst decrement that gives back), on a line only that thread
+        // writes. Nothing is shared, so this is as far as any hit path can scale here.
+        g.bench_with_input(BenchmarkId::new("unshared", t), &t, |b, &t| {
+            b.iter_custom(|iters| {
+                let words: Vec<Unshared> = (0..t).map(|_| Unshared::default()).collect();
+                let next = AtomicUsize::new(0);
+                run_threads(t, iters, n, |_| {
+                    thread_local! { static MINE: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) }; }
+                    let i = MINE.with(|m| {
+                        if m.get() >= t {
+                            m.set(next.fetch_add(1, Ordering::Relaxed) % t);
+                        }
+                        m.get()
+                    });
+                    let w = &words[i].0;
+                    let cur = w.load(Ordering::Relaxed);
+                    let _ = black_box(w.compare_exchange(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed));
+                    black_box(w.fetch_sub(1, Ordering::SeqCst));
                 })
             })
         });
