@@ -173,6 +173,11 @@ impl LeaseState {
         }
     }
 
+    /// Whether the plan was marked evicted (a hint: the first stripe is marked first).
+    pub(crate) fn evicted(&self) -> bool {
+        self.stripes[0].0.load(Ordering::Relaxed) & EVICTED != 0
+    }
+
     /// Hits taken so far (a statistic: it orders nothing).
     pub(crate) fn hits(&self) -> u64 {
         let in_words: u64 =
