@@ -11,6 +11,9 @@
 //! - `pool 128 release`: the same releasing at once (what `release_after` costs: an event);
 //! - `floor again`: the floor measured once more after the pool rows (the machine's drift);
 //! - `pool 8`: capacity (and live ceiling) 8, as MLX's ROCm port: every call misses;
+//! - `alternated`: the floor and the three releases at 128 again, measured in turn over
+//!   `--rounds` rounds (order rotated each round), with each round's mean against that
+//!   round's floor: the ratios the targets are read from, free of the machine's drift;
 //! - `hip floor`, `hip pool 128`, `hip pool 8`: the same through `HipRuntime` over hip-shim
 //!   built with `--features cuda` (paths from `HIPFFT_POOL_HIPFFT_LIB` and
 //!   `HIPFFT_POOL_HIP_LIB`; skipped when unset), i.e. the hipFFT code path on NVIDIA;
@@ -54,6 +57,10 @@ struct Args {
     /// Measured cycles for variants that miss on every call (capacity 8).
     #[arg(long, default_value_t = 100)]
     miss_cycles: usize,
+    /// Rounds of the alternated rows (floor and the three releases in turn, `cycles` split
+    /// over them).
+    #[arg(long, default_value_t = 20)]
+    rounds: usize,
     /// Cycles run first and discarded.
     #[arg(long, default_value_t = 50)]
     warmup: usize,
@@ -244,7 +251,27 @@ impl Bench {
             .acquire_timeout(Duration::from_secs(60))
             .build()?;
         let pool = PlanPool::new(config, self.rt.clone())?;
-        let v = self.cycles(warmup, cycles, |i| {
+        let v = self.cycles(warmup, cycles, |i| self.pool_call(&pool, i, release));
+        // SAFETY: see the note at the top of this file.
+        unsafe { self.rt.stream_synchronize(self.stream) }?;
+        let m = pool.metrics();
+        let report = pool.shutdown();
+        let release = release.name();
+        Ok(Row {
+            variant: format!("pool, capacity {capacity}, {release}"),
+            runtime: self.name,
+            capacity: Some(capacity),
+            stats: Stats::of(v?),
+            extra: json!({
+                "release": release, "hits": m.hits, "misses": m.misses, "creations": m.creations,
+                "destroys": m.destroys, "ceiling_waits": m.ceiling_waits, "peak_live": m.peak_live,
+                "shutdown_destroyed": report.destroyed,
+            }),
+        })
+    }
+
+    /// One call of a pool variant: acquire shape `i`, exec, release as `release` says.
+    fn pool_call(&self, pool: &PlanPool, i: usize, release: Release) -> Result<()> {
             let (_, d, dir) = &self.shapes[i];
             let lease = pool.acquire(d)?;
             // SAFETY: see the note at the top of this file.
@@ -272,23 +299,86 @@ impl Bench {
                     Ok(())
                 }
             }
-        });
+    }
+
+    /// The floor and the three pool variants at 128 measured in turn, `rounds` rounds of
+    /// `cycles / rounds` cycles each, the order rotated every round: the machine's drift
+    /// (the floor moved by 7 to 14% between the sequential rows of one run) falls on all
+    /// four alike. Besides each variant's per-cycle times, each round gives the variant's
+    /// mean against the floor's mean of the same round; the rows carry the median of those
+    /// paired ratios (`paired_x_floor`).
+    fn alternated(&self, warmup: usize, cycles: usize, rounds: usize) -> Result<Vec<Row>> {
+        let rt = &*self.rt;
+        let mut plans: Vec<(RawPlan, Option<DevicePtr>)> = Vec::new();
+        for (_, d, _) in &self.shapes {
+            let p = rt.plan_create(d, PlanOptions::default())?;
+            plans.push((p.plan, self.work_for(p.work_size)?));
+        }
+        let releases = [Release::After, Release::Batch, Release::AtOnce];
+        let mut pools = Vec::new();
+        for _ in releases {
+            let config = PoolConfig::builder().capacity(128).private_ceiling(128).acquire_timeout(Duration::from_secs(60)).build()?;
+            pools.push(PlanPool::new(config, self.rt.clone())?);
+        }
+        let per_round = (cycles / rounds.max(1)).max(1);
+        // Variant 0 is the floor, 1..=3 the pools in `releases` order.
+        let run = |v: usize, n: usize, warm: usize| -> Result<Vec<f64>> {
+            if v == 0 {
+                self.cycles(warm, n, |i| {
+                    let (_, d, dir) = &self.shapes[i];
+                    let (plan, work) = plans[i];
+                    // SAFETY: see the note at the top of this file.
+                    unsafe { rt.plan_exec(plan, d.transform, self.stream, work, self.input, self.output, *dir) }
+                })
+            } else {
+                self.cycles(warm, n, |i| self.pool_call(&pools[v - 1], i, releases[v - 1]))
+            }
+        };
+        let mut all: Vec<Vec<f64>> = vec![Vec::new(); 4];
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); 4];
+        for v in 0..4 {
+            run(v, 0, warmup)?; // warm-up: plans made, caches and clocks settled
+        }
+        for r in 0..rounds.max(1) {
+            let mut means = [0.0; 4];
+            for k in 0..4 {
+                let v = (r + k) % 4;
+                let got = run(v, per_round, 0)?;
+                means[v] = got.iter().sum::<f64>() / got.len() as f64;
+                all[v].extend(got);
+            }
+            for v in 0..4 {
+                ratios[v].push(means[v] / means[0]);
+            }
+        }
         // SAFETY: see the note at the top of this file.
-        unsafe { self.rt.stream_synchronize(self.stream) }?;
-        let m = pool.metrics();
-        let report = pool.shutdown();
-        let release = release.name();
-        Ok(Row {
-            variant: format!("pool, capacity {capacity}, {release}"),
-            runtime: self.name,
-            capacity: Some(capacity),
-            stats: Stats::of(v?),
-            extra: json!({
-                "release": release, "hits": m.hits, "misses": m.misses, "creations": m.creations,
-                "destroys": m.destroys, "ceiling_waits": m.ceiling_waits, "peak_live": m.peak_live,
-                "shutdown_destroyed": report.destroyed,
-            }),
-        })
+        unsafe { rt.stream_synchronize(self.stream) }?;
+        for (p, _) in plans {
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_destroy(p) }?;
+        }
+        let mut rows = Vec::new();
+        for (v, (cycles, paired)) in all.into_iter().zip(ratios).enumerate() {
+            let paired = Stats::of(paired);
+            let (variant, capacity, release) = if v == 0 {
+                ("floor, alternated with the pool rows".to_string(), None, "none".to_string())
+            } else {
+                let name = releases[v - 1].name();
+                (format!("pool, capacity 128, {name}, alternated"), Some(128), format!("{name}, alternated"))
+            };
+            rows.push(Row {
+                variant,
+                runtime: self.name,
+                capacity,
+                stats: Stats::of(cycles),
+                extra: json!({"release": release, "rounds": rounds, "paired_x_floor": paired.median,
+                              "paired_x_floor_p10": paired.p10, "paired_x_floor_p90": paired.p90}),
+            });
+        }
+        for pool in pools {
+            pool.shutdown();
+        }
+        Ok(rows)
     }
 
     /// The submitting thread's time for one plan creation while `queued_ms` of copies run on
@@ -786,6 +876,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         again.variant = "floor again, after the pool rows".into();
         rows.push(again);
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
+        rows.extend(b.alternated(args.warmup, args.cycles, args.rounds)?);
         creation.push(b.creation(args.create_reps, args.pool_first)?);
         busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
         structures = Some(b.thread_structures(args.create_reps)?);

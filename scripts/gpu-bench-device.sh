@@ -171,6 +171,8 @@ for v in g.get("variants", []):
     if v["runtime"] == primary and v["capacity"] == 128 and v["detail"].get("release") == "release_after":
         pool128 = med
     name = v["variant"] if v["capacity"] is None else "hipfft-pool, " + v["detail"].get("release", "")
+    if "paired_x_floor" in v["detail"]:
+        name += f" (each round against its floor: {v['detail']['paired_x_floor']:.3f}x)"
     p(f"| {name} | {v['runtime']} | {cap} | {med:.2f} | {med / floor:.3f} |" if floor else f"| {name} | {v['runtime']} | {cap} | {med:.2f} | |")
 torch_hit = None
 for fw in ("torch", "cupy"):
@@ -278,14 +280,21 @@ p("## Targets (issue: the GPU path at the floor)")
 p("")
 def verdict(ok):
     return "met" if ok else "missed"
-rel = {}
+rel, alt = {}, {}
 for v in g.get("variants", []):
     if v["runtime"] == primary and v["capacity"] == 128:
-        rel[v["detail"].get("release")] = v["per_call"]["median_us"]
+        release = v["detail"].get("release", "")
+        if "paired_x_floor" in v["detail"]:
+            alt[release.replace(", alternated", "")] = (v["detail"]["paired_x_floor"], v["detail"].get("rounds"))
+        else:
+            rel[release] = v["per_call"]["median_us"]
 if floor:
     for name, bound in (("release_after", 1.05), ("release_in_batch", 1.05), ("release at once", 1.02)):
         if name in rel:
-            p(f"- pool at 128, {name}, within {bound:.2f}x of the floor: {rel[name] / floor:.3f}x -> {verdict(rel[name] <= bound * floor)}")
+            p(f"- pool at 128, {name}, within {bound:.2f}x of the floor (sequential rows): {rel[name] / floor:.3f}x -> {verdict(rel[name] <= bound * floor)}")
+        if name in alt:
+            x, rounds = alt[name]
+            p(f"- pool at 128, {name}, within {bound:.2f}x of the floor (alternated, median over {rounds} rounds of each round's mean against that round's floor): {x:.3f}x -> {verdict(x <= bound)}")
 best = min([x for k, x in rel.items() if k != "release at once"], default=None)
 if best and torch_hit:
     p(f"- 3.5x fewer us per call than torch.fft with its cache holding the set (best GPU-completion release): {torch_hit / best:.2f}x -> {verdict(torch_hit >= 3.5 * best)}")
