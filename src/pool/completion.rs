@@ -96,15 +96,7 @@ pub(crate) fn run<T: Completes>(rx: Receiver<T>) {
     let mut backoff = MIN_BACKOFF;
     loop {
         if pending.is_empty() {
-            let mut got = None;
-            thread::poll_until(None, || match rx.try_recv() {
-                Ok(item) => {
-                    got = Some(item);
-                    true
-                }
-                Err(_) => false,
-            });
-            match got.map(Ok).unwrap_or_else(|| rx.recv()) {
+            match thread::poll_recv(&rx).map(Ok).unwrap_or_else(|| rx.recv()) {
                 Ok(item) => pending.push(item),
                 Err(_) => return,
             }

@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn a_set_stays_in_the_table() {
         for h in [0u64, 1, u64::MAX, 0xdead_beef_0000_0000, 31, 32] {
-            assert!(set(h) + WAYS <= SLOTS && set(h) % WAYS == 0);
+            assert!(set(h) + WAYS <= SLOTS && set(h).is_multiple_of(WAYS));
         }
     }
 }

@@ -411,15 +411,7 @@ impl PlanPool {
             loop {
                 const RETRY: Duration = Duration::from_millis(50);
                 // Polls before it parks, as the creation workers do (`poll_until`).
-                let mut got = None;
-                thread::poll_until(None, || match destroyer_rx.try_recv() {
-                    Ok(e) => {
-                        got = Some(e);
-                        true
-                    }
-                    Err(_) => false,
-                });
-                let next = match got {
+                let next = match thread::poll_recv(&destroyer_rx) {
                     Some(e) => Ok(e),
                     None => destroyer_rx.recv_timeout(RETRY),
                 };

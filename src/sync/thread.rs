@@ -90,3 +90,17 @@ pub(crate) fn poll_until(deadline: Option<std::time::Instant>, mut ready: impl F
         }
     }
 }
+
+/// An item of `rx` if one comes within the poll budget ([`poll_until`]); `None` at once
+/// under loom or on a small machine. The caller then blocks on `rx` itself.
+pub(crate) fn poll_recv<T>(rx: &crate::sync::channel::Receiver<T>) -> Option<T> {
+    let mut got = None;
+    poll_until(None, || match rx.try_recv() {
+        Ok(item) => {
+            got = Some(item);
+            true
+        }
+        Err(_) => false,
+    });
+    got
+}
