@@ -83,12 +83,12 @@ impl<T: Completes> Pending<T> {
 /// when every sender is gone and nothing is held.
 ///
 /// While it holds items it sleeps between rounds instead of waiting on the channel: a
-/// sender then never has to wake it. With a timed receive every `release_after` that came
-/// during the wait woke this thread: a futex wake on the submitting thread per call, where
-/// `release_after` stood at 1.31x of the floor against 1.08x releasing at once (H200, run 03
-/// of docs/performance.md). New items wait for the next round, which polls them anyway.
-/// Empty, it polls the channel for the pool's poll budget (none on small machines, as the
-/// creation workers do), then blocks.
+/// sender then never has to wake it (with a timed receive, every `release_after` that came
+/// during the wait woke this thread). Measured on the H200 it changed nothing visible:
+/// `release_after` took 1.31x of the floor before and after (runs 03 and 04 of
+/// docs/performance.md), so that gap is not this hand-off. New items wait for the next
+/// round, which polls them anyway. Empty, it polls the channel for the pool's poll budget
+/// (none on small machines, as the creation workers do), then blocks.
 pub(crate) fn run<T: Completes>(rx: Receiver<T>) {
     const MIN_BACKOFF: Duration = Duration::from_micros(20);
     const MAX_BACKOFF: Duration = Duration::from_millis(1);
