@@ -37,7 +37,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hipfft_pool::CapturedRelease;
+use hipfft_pool::{CapturedRelease, Lease, RawStream};
 
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,11 +130,28 @@ pub unsafe extern "C" fn release_captured(data: *mut c_void) {
                 // At once: the host node runs after the captured work, and a stream callback
                 // must not call the runtime (a drop would record an event).
                 lease.release();
-                crate::engine::count_captured_release();
+                crate::process::count_captured_released(1);
             }
-            None => crate::engine::count_captured_rerun(),
+            None => crate::process::count_captured_rerun(),
         }
     });
+}
+
+/// Where the leases of a launch proof or an `after-graph` host node go once it ran: the
+/// engine's deferred releases. The engine registers itself when it is made (`set_sink`),
+/// so this file, below the engine, never names it.
+pub trait CapturedLeases: Sync {
+    /// A launch proof ran: the destroyed handles' pins wait for an event on `stream`.
+    fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream);
+    /// An `after-graph` host node ran: its leases wait for an event on `stream`.
+    fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream);
+}
+
+static SINK: std::sync::OnceLock<&'static dyn CapturedLeases> = std::sync::OnceLock::new();
+
+/// Registers the process's engine as the sink (once; it lives for the process).
+pub(crate) fn set_sink(sink: &'static dyn CapturedLeases) {
+    let _ = SINK.set(sink);
 }
 
 /// The pins of destroyed handles, carried by a host node captured after a later execution
@@ -174,12 +191,12 @@ pub unsafe extern "C" fn leases_ran(data: *mut c_void) {
         // SAFETY: records are never freed once a host node refers to them.
         let proof = unsafe { &*data.cast::<LaunchProof>() };
         let Some(leases) = proof.leases.lock().take() else {
-            crate::engine::count_captured_rerun();
+            crate::process::count_captured_rerun();
             return;
         };
-        match crate::engine::flavor().map(crate::engine::engine) {
-            Some(Ok(e)) => e.ran(leases, proof.stream),
-            _ => std::mem::forget(leases),
+        match SINK.get() {
+            Some(sink) => sink.ran(leases, proof.stream),
+            None => std::mem::forget(leases),
         }
     });
 }
@@ -194,10 +211,10 @@ pub unsafe extern "C" fn leases_launched(data: *mut c_void) {
         // SAFETY: records are never freed once a host node refers to them.
         let proof = unsafe { &*data.cast::<LaunchProof>() };
         let Some(leases) = proof.leases.lock().take() else { return };
-        match crate::engine::flavor().map(crate::engine::engine) {
-            Some(Ok(e)) => e.launched(leases, proof.stream),
+        match SINK.get() {
+            Some(sink) => sink.launched(leases, proof.stream),
             // No engine cannot happen once a lease exists; keep the plans rather than guess.
-            _ => std::mem::forget(leases),
+            None => std::mem::forget(leases),
         }
     });
 }

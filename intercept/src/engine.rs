@@ -33,31 +33,8 @@ const CUFFT_HANDLE_BASE: u64 = 0x4000_0000;
 /// First hipFFT handle value (a pointer-looking value that is never dereferenced).
 const HIPFFT_HANDLE_BASE: u64 = 0x4850_0000_0000;
 
-static FLAVOR: OnceLock<Flavor> = OnceLock::new();
-static FAILURES: AtomicU64 = AtomicU64::new(0);
-static CAPTURED_RELEASED: AtomicU64 = AtomicU64::new(0);
-static CAPTURED_RERUNS: AtomicU64 = AtomicU64::new(0);
-
-/// The flavor of the library this process loaded, once any call was made.
-pub fn flavor() -> Option<Flavor> {
-    FLAVOR.get().copied()
-}
-
-/// Whether the interposer runs on the simulated runtime (`HIPFFT_POOL_RUNTIME=sim`).
-pub fn is_sim() -> bool {
-    static SIM: OnceLock<bool> = OnceLock::new();
-    *SIM.get_or_init(|| std::env::var("HIPFFT_POOL_RUNTIME").is_ok_and(|v| v.trim() == "sim"))
-}
-
-pub(crate) fn count_failure() {
-    FAILURES.fetch_add(1, Ordering::Relaxed);
-}
-pub(crate) fn count_captured_release() {
-    CAPTURED_RELEASED.fetch_add(1, Ordering::Relaxed);
-}
-pub(crate) fn count_captured_rerun() {
-    CAPTURED_RERUNS.fetch_add(1, Ordering::Relaxed);
-}
+pub use crate::process::{flavor, is_sim};
+use crate::process::counts;
 
 /// An advanced layout: `(inembed, istride, idist, onembed, ostride, odist)`.
 pub type LayoutArgs = (Vec<i64>, i64, i64, Vec<i64>, i64, i64);
@@ -320,8 +297,14 @@ impl Drop for Engine {
 /// The process's engine for `flavor`, made on first use.
 pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
     static ENGINE: OnceLock<Result<Engine, Fail>> = OnceLock::new();
-    let _ = FLAVOR.set(flavor);
-    ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone)
+    crate::process::set_flavor(flavor);
+    let made = ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone);
+    if let Ok(e) = made {
+        // The captured leases' host nodes hand their leases here (capture.rs is below the
+        // engine and does not name it).
+        crate::capture::set_sink(e);
+    }
+    made
 }
 
 fn warn(line: &str) {
@@ -1203,7 +1186,7 @@ impl Engine {
     pub(crate) fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
         let n = leases.iter().map(Vec::len).sum::<usize>() as u64;
         self.deferred.lock().extend(leases.into_iter().flatten().map(|l| (l, stream)));
-        CAPTURED_RELEASED.fetch_add(n, Ordering::Relaxed);
+        crate::process::count_captured_released(n);
     }
 
     /// The flush hook: every sticky lease goes back, released once its stream's work is done.
@@ -1248,6 +1231,7 @@ impl Engine {
     /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
     pub fn metrics_json(&self) -> String {
         let m = self.pool.metrics();
+        let (failures, captured_released, captured_reruns) = counts();
         let mut j = serde_json::json!({
             "api": match self.flavor { Flavor::Cufft => "cufft", Flavor::Hipfft => "hipfft" },
             "runtime": self.rt.kind().name(),
@@ -1274,14 +1258,14 @@ impl Engine {
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
             "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
-            "captured_released": CAPTURED_RELEASED.load(Ordering::Relaxed),
-            "captured_reruns": CAPTURED_RERUNS.load(Ordering::Relaxed),
+            "captured_released": captured_released,
+            "captured_reruns": captured_reruns,
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),
             "capture_release": self.run_release.name(),
             "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
             "capture_pin_limit": self.pin_limit,
-            "failures": FAILURES.load(Ordering::Relaxed),
+            "failures": failures,
             "deferred_releases": self.deferred.lock().len(),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
             "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),
@@ -1355,6 +1339,15 @@ pub fn write_metrics_out() {
 /// `raw` with each `%p` replaced by this process's id.
 fn per_process_path(raw: &str) -> String {
     raw.replace("%p", &std::process::id().to_string())
+}
+
+impl crate::capture::CapturedLeases for Engine {
+    fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
+        Engine::launched(self, leases, stream)
+    }
+    fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
+        Engine::ran(self, leases, stream)
+    }
 }
 
 #[cfg(test)]

@@ -99,7 +99,7 @@ pub fn serve(flavor: Flavor, name: &'static str, body: impl FnOnce() -> Result<(
 
 /// [`serve`] for the `hfp_intercept_*` calls, which return 0 or -1 (never a library code).
 pub fn serve_plain(name: &'static str, body: impl FnOnce() -> Result<(), Fail>) -> c_int {
-    let flavor = crate::engine::flavor().unwrap_or(Flavor::Cufft);
+    let flavor = crate::process::flavor().unwrap_or(Flavor::Cufft);
     match serve(flavor, name, body) {
         0 => 0,
         _ => -1,
@@ -124,7 +124,7 @@ const MAX_LOGGED: usize = 256;
 pub fn report(flavor: Flavor, call: &str, f: &Fail) {
     let line = format!("{call} returned {} ({}): {}", flavor.code_name(f.code), f.code, f.message);
     set_last_message(&line);
-    crate::engine::count_failure();
+    crate::process::count_failure();
     if tracing::dispatcher::has_been_set() {
         tracing::warn!(target: "hipfft_pool::intercept", "{line}");
         return;

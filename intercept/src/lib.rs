@@ -10,7 +10,9 @@
 //! - [`real`]: finding the real library, including one a Python extension loaded `RTLD_LOCAL`;
 //! - [`cuda`]: the pool's runtime over that very libcufft and the CUDA runtime;
 //! - [`capture`]: executions on a stream that is capturing a CUDA graph;
-//! - [`arena`]: work areas for handles that leave allocation to the library.
+//! - [`arena`]: work areas for handles that leave allocation to the library;
+//! - [`process`]: what every file may read: the API this process loaded, the sim switch,
+//!   the failure and capture counters (a leaf, so no file below the engine reaches up to it).
 //!
 //! The `hfp_intercept_*` functions below are exported by both libraries ([`export_common!`]).
 
@@ -20,6 +22,7 @@ pub mod codes;
 pub mod cuda;
 pub mod engine;
 pub mod entry;
+pub mod process;
 pub mod real;
 
 use std::ffi::{c_char, c_int, c_long, c_void};

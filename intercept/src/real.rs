@@ -156,7 +156,7 @@ pub fn fft_library(flavor: Flavor) -> Result<&'static RealLib, String> {
 /// The real function `name` of `flavor`'s library, when that library can be had. On the
 /// simulated runtime no real library is opened (none is needed, and none may be there).
 pub fn symbol(flavor: Flavor, name: &str) -> Option<usize> {
-    if crate::engine::is_sim() {
+    if crate::process::is_sim() {
         return None;
     }
     fft_library(flavor).ok()?.symbol(name)
