@@ -1,50 +1,55 @@
 //! Executions enqueued on a stream that is being captured into a graph.
 //!
 //! A captured `cufftExec*` does not run when it is called: it runs when the graph is launched,
-//! perhaps much later. An event recorded during the capture proves nothing when it is queried,
-//! so the pool's `release_after` cannot be used. Policies (`HIPFFT_POOL_CAPTURE`):
+//! perhaps much later, and perhaps many times. An event recorded during the capture proves
+//! nothing when it is queried, so the pool's `release_after` cannot be used.
 //!
-//! - `pin`: the virtual handle keeps the lease of its captured executions while it lives, as
-//!   the real plan would have lived natively (one lease per distinct real plan: later
-//!   executions on the same plan add none). No host node: the captured graph is the native
-//!   one. When the handle is destroyed its pins wait for proof that the graphs captured with
-//!   them were launched ([`LaunchProof`]): a host node after the next execution captured on the
-//!   same stream. Frameworks destroy handles before their graphs launch (MLX does), so an
-//!   event recorded at the destroy would prove nothing.
-//! - `release-on-run`: the lease travels in a host node added to the capture right after the
-//!   transform (`cudaLaunchHostFunc` on the capturing stream); its first run releases it. A
-//!   host node in a graph is a GPU-to-CPU round trip: several microseconds a call.
-//! - `auto` (the default): `pin` while fewer handles than half the ceiling
-//!   (`HIPFFT_POOL_CAPTURE_PIN_LIMIT`) hold pins (live, or awaiting their launch proof),
-//!   `release-on-run` beyond: a captured working set that fits runs as natively, and one with
-//!   more handles than the ceiling still cannot exhaust it. Pins are a cache here, not a
-//!   promise: once the ceiling is half full, a capture after a captured use of a pin carries
-//!   a launch proof ([`CaptureClock`]: a host node, as `release-on-run` has); at three
-//!   quarters no handle starts a pin; and a miss at the full ceiling takes back the pins of
-//!   handles whose last captured execution has been proven launched (released after an
-//!   event on their stream). Without that, pins of handles a
-//!   framework keeps in its cache but no longer runs would hold half the ceiling for good,
-//!   and a command buffer needing more than the other half would wait out its timeout (MLX
-//!   at ceiling 12 did, and aborts on the failed plan creation). Like `release-on-run`,
-//!   `auto` thus expects each captured graph to be launched once; `pin` is for frameworks that
-//!   replay graphs.
+//! What a framework does with the captured graph decides how long the plan must live. MLX
+//! 0.32.2 copies a capture that holds a single kernel node into its own graph as a kernel
+//! node, keys the instantiated graph by topology and, at the next graph of that topology,
+//! updates the instantiation in place (`cudaGraphExecUpdate`). cuFFT loads its kernels per
+//! plan, so such an instantiation keeps the code of every plan whose lone kernel it holds:
+//! once the plan is destroyed, the next update and launch run freed code (illegal
+//! instruction, illegal memory access, or another transform's output). MLX's own cache of 8
+//! crashes that way, and so did the pool whenever it destroyed plans soon after use
+//! (docs/frameworks.md, run 22; `scripts/probes/mlx_encoder_pattern.c` repeats it without
+//! MLX). A capture with a second node becomes a child graph there, whose update always fails
+//! on topology, so MLX instantiates afresh and nothing stale runs. Hence two ways to hold a
+//! captured execution's plan, and the policies (`HIPFFT_POOL_CAPTURE`):
+//!
+//! - resident: the real plan stays for the life of the process ([`Residents`]); the capture
+//!   is the native one, with no node added. Graphs may keep it and be launched, updated or
+//!   replayed at any time.
+//! - released on run: a host node after the transform (`cudaLaunchHostFunc` on the
+//!   capturing stream) releases the lease on its first run; the plan may be destroyed after
+//!   it. The node also makes the capture more than one kernel. A host node in a graph is a
+//!   GPU-to-CPU round trip: several microseconds a call.
+//!
+//! `auto` (the default) makes plans resident up to `HIPFFT_POOL_CAPTURE_RESIDENTS` (a quarter
+//! of the ceiling) and releases on run beyond: a captured working set that fits runs as
+//! natively, and one larger than the ceiling still cannot exhaust it. `release-on-run`
+//! always adds the host node (it expects each captured graph to be launched once); `pin`
+//! makes every captured plan resident (graphs replayed at will; the ceiling bounds them, and
+//! a capture that needs a plan beyond it fails with the library's error code).
 //!
 //! In all, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a
 //! captured execution whose plan is not at hand fails with the library's error code.
 
 use std::ffi::c_void;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use hipfft_pool::{CapturedRelease, Lease, RawStream};
+use hipfft_pool::{CapturedRelease, Lease, PlanDesc, RawStream};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapturePolicy {
-    /// Pin while fewer than the pin limit of handles hold pinned plans, else release on run.
+    /// Resident up to the resident limit, released on run beyond.
     Auto,
+    /// A host node releases every captured execution's lease on its first run.
     ReleaseOnRun,
+    /// Every plan a captured execution ran on is resident.
     Pin,
 }
 
@@ -52,12 +57,10 @@ impl CapturePolicy {
     /// `HIPFFT_POOL_CAPTURE`: `auto` (default), `release-on-run` or `pin`; another value
     /// keeps the default with a warning.
     ///
-    /// Why `auto`: it runs a captured working set that fits under the pin limit with no host
-    /// node (on the H200, `benches/c/capture_cycle.c` ran 16.6 us per transform natively and
-    /// through `auto`, 59 us through `release-on-run`). Part of its wrong values under MLX at
-    /// a ceiling of 12 (runs 8 and 9 in docs/frameworks.md) were pins of destroyed handles
-    /// released before their graphs launched, which the launch proof fixed; ceiling 12 still
-    /// fails at times under every policy (runs 12 and 13), cause open.
+    /// Why `auto`: it runs a captured working set that fits under the resident limit with no
+    /// host node (on the H200, `benches/c/capture_cycle.c` ran 16.6 us per transform
+    /// natively and with no node, 59 us through `release-on-run`), and destroys no plan a
+    /// capture held alone (see the module's comment).
     pub fn from_env() -> (CapturePolicy, Option<String>) {
         match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
             None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
@@ -137,12 +140,10 @@ pub unsafe extern "C" fn release_captured(data: *mut c_void) {
     });
 }
 
-/// Where the leases of a launch proof or an `after-graph` host node go once it ran: the
-/// engine's deferred releases. The engine registers itself when it is made (`set_sink`),
-/// so this file, below the engine, never names it.
+/// Where the leases of an `after-graph` host node go once it ran: the engine's deferred
+/// releases. The engine registers itself when it is made (`set_sink`), so this file, below
+/// the engine, never names it.
 pub trait CapturedLeases: Sync {
-    /// A launch proof ran: the destroyed handles' pins wait for an event on `stream`.
-    fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream);
     /// An `after-graph` host node ran: its leases wait for an event on `stream`.
     fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream);
 }
@@ -154,11 +155,9 @@ pub(crate) fn set_sink(sink: &'static dyn CapturedLeases) {
     let _ = SINK.set(sink);
 }
 
-/// The pins of destroyed handles, carried by a host node captured after a later execution
-/// on their stream (`Engine::attach_awaiting`). Its first run proves that the graphs captured
-/// before it on that stream were launched, so an event recorded on the stream afterwards
-/// covers their work. Like [`CapturedRelease`], the record is never freed once a host node
-/// refers to it (a graph may be launched again); only the first run hands the leases on.
+/// The leases of captured executions under `after-graph`, carried by their host node. Like
+/// [`CapturedRelease`], the record is never freed once a host node refers to it (a graph may
+/// be launched again); only the first run hands the leases on.
 pub struct LaunchProof {
     leases: parking_lot::Mutex<Option<Vec<Vec<hipfft_pool::Lease>>>>,
     stream: hipfft_pool::RawStream,
@@ -201,161 +200,172 @@ pub unsafe extern "C" fn leases_ran(data: *mut c_void) {
     });
 }
 
-/// The launch proof's host node: hands the pins on to the engine's deferred releases. Never
-/// calls the GPU runtime (a lock and a push).
-///
-/// # Safety
-/// `data` came from [`LaunchProof::leak`].
-pub unsafe extern "C" fn leases_launched(data: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: records are never freed once a host node refers to them.
-        let proof = unsafe { &*data.cast::<LaunchProof>() };
-        let Some(leases) = proof.leases.lock().take() else { return };
-        match SINK.get() {
-            Some(sink) => sink.launched(leases, proof.stream),
-            // No engine cannot happen once a lease exists; keep the plans rather than guess.
-            None => std::mem::forget(leases),
-        }
-    });
+/// Real plans kept for the life of the process: each ran an execution captured with no node
+/// after it, which a framework may keep in graphs of its own (see the module's comment).
+/// One lease per descriptor; at most `limit` of them.
+pub struct Residents {
+    plans: Mutex<FxHashMap<PlanDesc, Lease>>,
+    /// How many plans `plans` holds, read without the lock: a framework that never captures
+    /// pays one atomic load per call for residents.
+    len: std::sync::atomic::AtomicUsize,
+    limit: usize,
 }
 
-/// How far the executions captured on one stream are known to have been launched. Each
-/// captured execution takes the next number ([`CaptureClock::tick`]); a proof node attached
-/// after the execution numbered `n` raises [`CaptureClock::launched`] to `n` when it runs.
-/// Its graph is running then, and graphs captured on one stream are launched in capture
-/// order, so every execution numbered up to `n` has been launched; an event recorded on the
-/// stream afterwards covers them all. (A framework may order the executions of one graph by
-/// its own dependencies, so the proof says *launched*, not *ran*.)
-pub struct CaptureClock {
-    next: AtomicU64,
-    launched: AtomicU64,
-    /// The last capture that used a pin, and the last one a proof was attached after.
-    pinned_upto: AtomicU64,
-    proof_upto: AtomicU64,
-    /// The ceiling the stream's plans count against: proofs are taken only under pressure.
-    pub ceiling: Arc<hipfft_pool::LiveCeiling>,
-}
+impl Residents {
+    pub fn new(limit: usize) -> Residents {
+        Residents { plans: Mutex::new(FxHashMap::default()), len: std::sync::atomic::AtomicUsize::new(0), limit }
+    }
 
-impl CaptureClock {
-    pub fn new(ceiling: Arc<hipfft_pool::LiveCeiling>) -> CaptureClock {
-        CaptureClock {
-            next: AtomicU64::new(0),
-            launched: AtomicU64::new(0),
-            pinned_upto: AtomicU64::new(0),
-            proof_upto: AtomicU64::new(0),
-            ceiling,
+    /// `HIPFFT_POOL_CAPTURE_RESIDENTS` under `policy`: for `auto`, a whole number up to the
+    /// ceiling (default a quarter of it); `pin` has no limit of its own (the ceiling bounds
+    /// it), `release-on-run` keeps none. Returns the limit and a warning for a value ignored.
+    pub fn limit_from_env(policy: CapturePolicy, ceiling: usize) -> (usize, Option<String>) {
+        let default = ceiling / 4;
+        let raw = std::env::var("HIPFFT_POOL_CAPTURE_RESIDENTS").ok().filter(|v| !v.is_empty());
+        let old = std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT").ok().filter(|v| !v.is_empty()).map(|_| {
+            "HIPFFT_POOL_CAPTURE_PIN_LIMIT is no longer read (pins became resident plans: see HIPFFT_POOL_CAPTURE_RESIDENTS)".to_string()
+        });
+        match policy {
+            CapturePolicy::Pin => (usize::MAX, old),
+            CapturePolicy::ReleaseOnRun => (0, old),
+            CapturePolicy::Auto => match raw {
+                None => (default, old),
+                Some(raw) => match hipfft_pool::pool::config::parse_whole(&raw, ceiling as u64) {
+                    Ok(v) => (v as usize, old),
+                    Err(why) => {
+                        (default, Some(format!("HIPFFT_POOL_CAPTURE_RESIDENTS={raw:?} ignored ({why}); keeping {default}")))
+                    }
+                },
+            },
         }
     }
 
-    /// The number of the execution being captured now.
-    pub fn tick(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    pub fn limit(&self) -> usize {
+        self.limit
     }
 
-    /// Every execution numbered up to this has been launched.
-    pub fn launched(&self) -> u64 {
-        self.launched.load(Ordering::Acquire)
+    pub fn len(&self) -> usize {
+        self.len.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether the ceiling is three quarters full: no handle starts a pin then.
-    pub fn pressed(&self) -> bool {
-        self.ceiling.live() * 4 >= self.ceiling.limit() * 3
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
-    /// Capture `seq` used a pin.
-    pub fn pinned(&self, seq: u64) {
-        self.pinned_upto.fetch_max(seq, Ordering::Relaxed);
+    /// Whether a plan for `desc` is resident.
+    pub fn holds(&self, desc: &PlanDesc) -> bool {
+        !self.is_empty() && self.plans.lock().contains_key(desc)
     }
 
-    /// Whether a proof should follow a capture for the pins of live handles: the ceiling is
-    /// half full and a pin was used after the last proof (a pin used while the pool has room
-    /// waits for the first capture after it fills).
-    pub fn wants_proof(&self) -> bool {
-        self.pinned_upto.load(Ordering::Relaxed) > self.proof_upto() && self.ceiling.live() * 2 >= self.ceiling.limit()
+    /// A lease on the resident plan for `desc`, if there is one.
+    pub fn lease(&self, desc: &PlanDesc) -> Option<Lease> {
+        if self.is_empty() {
+            return None;
+        }
+        self.plans.lock().get(desc).map(Lease::share)
     }
 
-    /// The last capture a proof was attached after.
-    pub fn proof_upto(&self) -> u64 {
-        self.proof_upto.load(Ordering::Relaxed)
+    /// Whether `lease`'s plan is resident after this call: it was, or it became so while
+    /// there was room under the limit. `false` when its descriptor's resident is another
+    /// plan, or the limit is reached.
+    pub fn admit(&self, lease: &Lease) -> bool {
+        let mut plans = self.plans.lock();
+        if let Some(r) = plans.get(lease.desc()) {
+            return r.plan() == lease.plan();
+        }
+        if plans.len() >= self.limit {
+            return false;
+        }
+        plans.insert(*lease.desc(), lease.share());
+        self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
+        true
     }
 
-    /// A proof was attached after capture `seq`.
-    pub fn proof_attached(&self, seq: u64) {
-        self.proof_upto.fetch_max(seq, Ordering::Relaxed);
+    /// Keeps `lease` for good whatever the limit: its execution was captured alone because no
+    /// host node could be added. A second plan of a descriptor already resident is kept too
+    /// (never served to later executions).
+    pub fn keep(&self, lease: Lease) {
+        let mut plans = self.plans.lock();
+        match plans.get(lease.desc()) {
+            Some(r) if r.plan() == lease.plan() => lease.release(),
+            Some(_) => std::mem::forget(lease),
+            None => {
+                plans.insert(*lease.desc(), lease);
+                self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 
-    /// A proof's host node data: never freed once a host node refers to it (a graph may be
-    /// launched again), 16 bytes per proof.
-    pub fn leak_proof(self: &Arc<Self>, seq: u64) -> *mut c_void {
-        Box::into_raw(Box::new(ClockProof { clock: self.clone(), seq })).cast()
+    /// Lets every resident plan go (an engine of its own being dropped; the process's
+    /// engine never is).
+    pub fn clear(&self) {
+        let all = std::mem::take(&mut *self.plans.lock());
+        self.len.store(0, std::sync::atomic::Ordering::Relaxed);
+        // Their executions completed or never will run again: the engine goes.
+        all.into_values().for_each(Lease::release);
     }
-
-    /// Frees a proof no host node refers to (the launch failed).
-    ///
-    /// # Safety
-    /// `data` came from [`CaptureClock::leak_proof`] and no host node refers to it.
-    pub unsafe fn reclaim_proof(data: *mut c_void) {
-        // SAFETY: the caller's promise.
-        drop(unsafe { Box::from_raw(data.cast::<ClockProof>()) });
-    }
-}
-
-struct ClockProof {
-    clock: Arc<CaptureClock>,
-    seq: u64,
-}
-
-/// The clock's proof node: raises `launched`. Calls no GPU runtime (two atomics).
-///
-/// # Safety
-/// `data` came from [`CaptureClock::leak_proof`].
-pub unsafe extern "C" fn captures_launched(data: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: records are never freed once a host node refers to them.
-        let p = unsafe { &*data.cast::<ClockProof>() };
-        p.clock.launched.fetch_max(p.seq, Ordering::AcqRel);
-    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+    use hipfft_pool::{PlanPool, PoolConfig, TransformType};
+    use std::sync::Arc;
 
-    fn clock() -> Arc<CaptureClock> {
-        Arc::new(CaptureClock::new(hipfft_pool::LiveCeiling::new(4)))
+    /// A pool over a sim of its own: the sim's counts are this test's ground truth (the
+    /// pool's process-wide counts include other tests' pools).
+    fn pool(capacity: usize) -> (Arc<PlanPool>, Arc<SimRuntime>) {
+        let sim = Arc::new(SimRuntime::new(SimConfig::default()));
+        let rt: Arc<dyn hipfft_pool::Runtime> = sim.clone();
+        (PlanPool::new_shared(PoolConfig { live_ceiling: 4, capacity, ..PoolConfig::default() }, rt).unwrap(), sim)
+    }
+
+    fn desc(n: i64) -> PlanDesc {
+        PlanDesc::new(TransformType::C2C, &[n], 1)
     }
 
     #[test]
-    fn a_proof_raises_what_is_launched_to_its_own_number() {
-        let c = clock();
-        let (a, b) = (c.tick(), c.tick());
-        assert_eq!((a, b, c.launched()), (1, 2, 0));
-        let data = c.leak_proof(a);
-        // SAFETY: `data` came from leak_proof; this test is the host node.
-        unsafe { captures_launched(data) };
-        assert_eq!(c.launched(), a, "execution {b} was captured after the proof");
-    }
-
-    #[test]
-    fn a_relaunched_old_proof_never_lowers_what_is_proven() {
-        let c = clock();
-        let (a, b) = (c.tick(), c.tick());
-        let (pa, pb) = (c.leak_proof(a), c.leak_proof(b));
-        // SAFETY: as above (both records stay leaked).
-        unsafe {
-            captures_launched(pb);
-            captures_launched(pa);
+    fn residents_admit_one_plan_per_descriptor_up_to_the_limit() {
+        let (p, sim) = pool(4);
+        let r = Residents::new(2);
+        let (a, b, c) = (p.acquire(&desc(8)).unwrap(), p.acquire(&desc(16)).unwrap(), p.acquire(&desc(32)).unwrap());
+        assert!(r.admit(&a) && r.admit(&b), "room for two");
+        assert!(r.admit(&a), "a resident plan is admitted again");
+        assert!(!r.admit(&c), "the limit is reached");
+        assert_eq!((r.len(), r.holds(&desc(8)), r.holds(&desc(32))), (2, true, false));
+        let served = r.lease(&desc(16)).expect("a lease on the resident");
+        assert_eq!(served.plan(), b.plan());
+        for l in [a, b, c, served] {
+            l.release();
         }
-        assert_eq!(c.launched(), b);
+        // Trimmed, the pool destroys what is idle; the two residents are not.
+        p.trim();
+        assert_eq!((sim.destroyed_total(), sim.live_handles()), (1, 2));
+        r.clear();
     }
 
     #[test]
-    fn a_proof_that_failed_to_attach_lets_go_of_its_clock() {
-        let c = clock();
-        let data = c.leak_proof(c.tick());
-        // SAFETY: no host node refers to it.
-        unsafe { CaptureClock::reclaim_proof(data) };
-        assert_eq!(c.launched(), 0);
-        assert_eq!(Arc::strong_count(&c), 1, "the reclaimed record let go of the clock");
+    fn a_second_plan_of_a_resident_descriptor_is_not_admitted() {
+        // Capacity 1: the next descriptor evicts the resident from the cache (its lease keeps
+        // it alive, retired), so the pool makes a second plan for the first descriptor.
+        let (p, _sim) = pool(1);
+        let r = Residents::new(4);
+        let a = p.acquire(&desc(8)).unwrap();
+        assert!(r.admit(&a));
+        a.release();
+        p.acquire(&desc(16)).unwrap().release();
+        let b = p.acquire(&desc(8)).unwrap();
+        assert_ne!(b.plan(), a_plan(&r), "a second plan of the descriptor");
+        assert!(!r.admit(&b), "only the resident itself may run captured alone");
+        b.release();
+        r.clear();
+    }
+
+    fn a_plan(r: &Residents) -> hipfft_pool::RawPlan {
+        let l = r.lease(&desc(8)).unwrap();
+        let plan = l.plan();
+        l.release();
+        plan
     }
 }

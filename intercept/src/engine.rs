@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CaptureClock, CapturePolicy, LaunchProof, RunRelease, captures_launched, leases_launched, leases_ran, release_captured};
+use crate::capture::{CapturePolicy, LaunchProof, Residents, RunRelease, leases_ran, release_captured};
 use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
@@ -111,15 +111,6 @@ struct Settings {
     /// A lease taken when the stream or work area was set, outside any capture, for the
     /// next execution (see `prepare`).
     prepared: Option<Lease>,
-    /// Leases of captured executions that are pinned to the handle (see `capture`).
-    pinned: Vec<Lease>,
-    /// The last captured execution that used the pins: its number on its stream's clock
-    /// (see `CaptureClock`), for `reclaim_launched_pins`. `None` once pins were captured on
-    /// two streams: one clock cannot prove both.
-    pin_at: Option<(u64, Arc<CaptureClock>, RawStream)>,
-    pin_streams_mixed: bool,
-    /// The clock of `stream` (looked up once per stream change).
-    clock: Option<Arc<CaptureClock>>,
     /// The lease of the handle's last (uncaptured) execution, kept for its next one on the
     /// same stream: a framework executing a handle again pays no acquire and no event. It
     /// goes back (`release_after` its stream) when the stream changes, the handle is
@@ -167,29 +158,14 @@ struct Counts {
     real_plans_peak: AtomicUsize,
     sticky_uses: AtomicU64,
     sticky_flushes: AtomicU64,
-    /// Destroyed pinning handles whose pins a launch proof carried.
-    launch_proofs: AtomicU64,
-    /// Proof nodes of the capture clocks, and the pins a miss at the full ceiling took back
-    /// through them.
-    clock_proofs: AtomicU64,
-    pins_reclaimed: AtomicU64,
+    /// Captured executions that ran on a resident plan with no node after them.
+    captured_on_residents: AtomicU64,
     /// Plan calls answered from `work_sizes`, with no lease.
     work_sizes_remembered: AtomicU64,
 }
 
 /// Descriptors whose work size is remembered (beyond, plan calls lease as before).
 const WORK_SIZES_KEPT: usize = 4096;
-
-/// Destroyed pinning handles one launch proof waits for while the pool has room.
-const AWAITING_BATCH: usize = 8;
-
-/// The pins of a destroyed handle, waiting for a launch proof: the stream their last capture
-/// ran on, and its number on that stream's clock (when one clock can prove them).
-struct Awaiting {
-    pins: Vec<Lease>,
-    stream: RawStream,
-    at: Option<(u64, Arc<CaptureClock>)>,
-}
 
 /// The leases whose release waits (see `Engine::deferred`), and whether there are any: every
 /// execution drains them, and the common case (none) must not take a lock shared by all.
@@ -250,9 +226,9 @@ pub struct Engine {
     run_release: RunRelease,
     prepared: AtomicUsize,
     prepared_limit: usize,
-    /// Handles holding pinned leases of captured executions, and how many may (`auto`).
-    pinned_handles: AtomicUsize,
-    pin_limit: usize,
+    /// Real plans kept for the process's life because a capture held their execution with
+    /// no node after it (see `capture`).
+    residents: Residents,
     /// Bumped by the flush hook: an execution that began before keeps no sticky lease.
     release_generation: AtomicU64,
     counts: Counts,
@@ -262,21 +238,11 @@ pub struct Engine {
     /// or break, that capture). Drained by the next call that sets or executes on that stream
     /// outside a capture, by synchronize, and by the flush hook.
     deferred: DeferredReleases,
-    /// Pinned leases of destroyed handles, waiting for proof that the graphs captured with
-    /// them were launched. A framework may destroy a handle before the graph that captured
-    /// its execution is launched (MLX does: natively at a small cache it then crashes), so an
-    /// event recorded after the destroy proves nothing. The next execution captured on the
-    /// same stream carries them in a host node (see `capture::LaunchProof`); its run moves
-    /// them to `deferred`, released after an event recorded there (which covers every graph
-    /// launched before it). Graphs captured on one stream must be launched in capture order.
-    awaiting_launch: Mutex<Vec<Awaiting>>,
     /// The real work size of each descriptor a plan was made for (a function of the
     /// descriptor for a given library and device): a plan call for one seen before takes no
     /// lease, so it needs no slot (at a full ceiling it would wait for one only to learn a
     /// number, and a framework making a plan mid-buffer would wait for its own buffer).
     work_sizes: Mutex<FxHashMap<PlanDesc, usize>>,
-    /// Per stream a framework captured on: how far its captures are proven launched.
-    clocks: Mutex<FxHashMap<usize, Arc<CaptureClock>>>,
     library: String,
     _server: Option<MetricsServer>,
 }
@@ -290,7 +256,7 @@ impl Drop for Engine {
         drop(handles);
         let deferred = std::mem::take(&mut *self.deferred.lock());
         drop(deferred);
-        self.awaiting_launch.get_mut().clear();
+        self.residents.clear();
     }
 }
 
@@ -377,9 +343,9 @@ impl Engine {
     /// An engine of its own over `rt`, beside the process's (which [`engine`] makes from
     /// the environment): for benchmarks and tests that measure the interposer over a
     /// runtime of their choosing, such as [`hipfft_pool::runtime::null::NullRuntime`]. The
-    /// capture policy, run release and arena budget are the defaults (only the capture pin
-    /// limit still comes from `HIPFFT_POOL_CAPTURE_PIN_LIMIT`, as for the process's engine);
-    /// no metrics server, no exit hook.
+    /// capture policy, run release and arena budget are the defaults (only the limit on
+    /// resident plans still comes from `HIPFFT_POOL_CAPTURE_RESIDENTS`, as for the process's
+    /// engine); no metrics server, no exit hook.
     ///
     /// Its example runs as a test, `intercept/tests/over_runtime.rs` (a doctest here would
     /// link `hipfft_pool` through rustdoc, which picks up the wrong one of its builds when the
@@ -406,13 +372,8 @@ impl Engine {
         metrics_addr: Option<&str>,
     ) -> Result<Engine, Fail> {
         let ceiling = config.live_ceiling;
-        let pin_limit = match std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT") {
-            Err(_) => ceiling / 2,
-            Ok(raw) => hipfft_pool::pool::config::parse_whole(&raw, ceiling as u64).map(|v| v as usize).unwrap_or_else(|why| {
-                warn(&format!("HIPFFT_POOL_CAPTURE_PIN_LIMIT={raw:?} ignored ({why}); keeping {}", ceiling / 2));
-                ceiling / 2
-            }),
-        };
+        let (resident_limit, w) = Residents::limit_from_env(policy, ceiling);
+        w.iter().for_each(|w| warn(w));
         // `new_shared` starts the warm-up `HIPFFT_POOL_WARMUP` names; the manifest
         // `HIPFFT_POOL_MANIFEST_OUT` names is written by the exit hook (this pool is never
         // dropped).
@@ -440,13 +401,10 @@ impl Engine {
             run_release,
             prepared: AtomicUsize::new(0),
             prepared_limit: (ceiling / 2).max(1),
-            pinned_handles: AtomicUsize::new(0),
-            pin_limit,
+            residents: Residents::new(resident_limit),
             release_generation: AtomicU64::new(0),
             counts: Counts::default(),
             deferred: DeferredReleases::default(),
-            awaiting_launch: Mutex::new(Vec::new()),
-            clocks: Mutex::new(FxHashMap::default()),
             work_sizes: Mutex::new(FxHashMap::default()),
             library,
             _server: server,
@@ -509,10 +467,6 @@ impl Engine {
                 work_area: None,
                 auto_allocation: true,
                 prepared: None,
-                pinned: Vec::new(),
-                pin_at: None,
-                pin_streams_mixed: false,
-                clock: None,
                 sticky: None,
                 sticky_stream: RawStream::NULL,
                 last_stream: RawStream::NULL,
@@ -540,23 +494,14 @@ impl Engine {
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
         }
-        let stream = s.last_stream;
-        let pinned = std::mem::take(&mut s.pinned);
-        let at = s.pin_at.take().filter(|_| !s.pin_streams_mixed).map(|(seq, clock, _)| (seq, clock));
         let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
         drop(s);
         if exiting() {
-            // The runtime may be torn down already: the process is ending, leak them.
-            std::mem::forget(pinned);
+            // The runtime may be torn down already: the process is ending, leak it.
             std::mem::forget(sticky);
             return Ok(real);
         }
         self.deferred.lock().extend(sticky);
-        if !pinned.is_empty() {
-            // Still counted in `pinned_handles` until a launch proves their graphs ran, so
-            // pins (live or awaiting) never hold more than the pin limit.
-            self.awaiting_launch.lock().push(Awaiting { pins: pinned, stream, at });
-        }
         Ok(real)
     }
 
@@ -706,7 +651,6 @@ impl Engine {
         if s.stream != stream {
             s.stream = stream;
             s.stream_registered = false;
-            s.clock = None;
         }
         self.prepare(&mut s);
         Ok(())
@@ -724,8 +668,8 @@ impl Engine {
         if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
         }
-        // A handle that pins a plan runs every execution on it, as its own native plan would.
-        if !s.pinned.is_empty() {
+        // A resident plan serves every execution of its descriptor.
+        if self.residents.holds(&desc) {
             return;
         }
         if s.prepared.is_some() || !matches!(self.capturing(s.stream), Ok(false)) {
@@ -747,7 +691,6 @@ impl Engine {
     /// Releases the deferred leases of `only` (all streams for `None`) whose stream is not
     /// capturing now (each after the work enqueued on it so far).
     fn drain_deferred(&self, only: Option<RawStream>) {
-        self.collect_proven_awaiting();
         if self.deferred.looks_empty() {
             return;
         }
@@ -851,7 +794,7 @@ impl Engine {
         if !capturing {
             self.drain_deferred(Some(stream));
         }
-        let lease = match sticky.or_else(|| s.pinned.first().map(Lease::share)).or_else(|| s.prepared.take().inspect(|_| {
+        let lease = match sticky.or_else(|| self.residents.lease(&desc)).or_else(|| s.prepared.take().inspect(|_| {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
             self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
         })) {
@@ -915,43 +858,16 @@ impl Engine {
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
         if capturing {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
-            let mut s = v.settings.lock();
-            let clock = self.clock_of(&mut s, stream, desc.device);
-            let seq = clock.tick();
-            // After this transform in the capture: the proof that earlier graphs on the
-            // stream were launched, for the pins of destroyed handles.
-            self.attach_awaiting(stream, &clock, seq);
-            let pin = match self.policy {
-                CapturePolicy::Pin => true,
-                CapturePolicy::ReleaseOnRun => false,
-                CapturePolicy::Auto => {
-                    !s.pinned.is_empty() || (self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit && !clock.pressed())
-                }
-            };
-            if pin {
-                // One lease per distinct real plan keeps it alive for every captured use.
-                if s.pinned.iter().any(|l| l.plan() == lease.plan()) {
-                    // The pinned lease keeps the plan for the graph; this share goes at once
-                    // (an event on the capturing stream would join the capture).
-                    lease.release();
-                } else {
-                    if s.pinned.is_empty() {
-                        self.pinned_handles.fetch_add(1, Ordering::Relaxed);
-                        s.pin_streams_mixed = false;
-                    }
-                    s.pinned.push(lease);
-                }
-                if s.pin_at.as_ref().is_some_and(|(_, c, _)| !Arc::ptr_eq(c, &clock)) {
-                    s.pin_streams_mixed = true;
-                }
-                s.pin_at = Some((seq, clock.clone(), stream));
-                drop(s);
-                clock.pinned(seq);
-                self.prove_if_pressed(&clock, seq, stream);
+            // With no node after it, the capture may be this one transform alone, which a
+            // framework can copy into graphs of its own and keep instantiated (see
+            // `capture`): only a plan that is never destroyed may run there.
+            if self.policy != CapturePolicy::ReleaseOnRun && self.residents.admit(&lease) {
+                self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
+                // The resident lease keeps the plan; this one goes at once (an event on the
+                // capturing stream would join the capture).
+                lease.release();
                 return Ok(());
             }
-            drop(s);
-            self.prove_if_pressed(&clock, seq, stream);
             if self.run_release == RunRelease::AfterGraph {
                 let data = LaunchProof::leak(vec![vec![lease]], stream);
                 // SAFETY: `data` is never freed once a host node refers to it; `leases_ran`
@@ -961,7 +877,7 @@ impl Engine {
                 if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
                     // SAFETY: no host node refers to `data`: the launch failed.
                     if let Some(lease) = unsafe { LaunchProof::reclaim(data) }.and_then(|mut l| l.pop()).and_then(|mut l| l.pop()) {
-                        self.pin_without_node(&v, lease);
+                        self.residents.keep(lease);
                     }
                 }
                 return Ok(());
@@ -972,10 +888,11 @@ impl Engine {
             let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
             // SAFETY: the framework's capturing stream; `call` as above.
             if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-                // No host node: pin the lease instead, so it is never released under the graph.
+                // No host node: the capture may hold the transform alone, so its plan stays
+                // for good (beyond the limit: no capture may end up with a plan destroyed).
                 // SAFETY: no host node refers to `data`: the launch failed.
                 if let Some(lease) = unsafe { CapturedRelease::reclaim(data) } {
-                    self.pin_without_node(&v, lease);
+                    self.residents.keep(lease);
                 }
             }
             return Ok(());
@@ -995,192 +912,6 @@ impl Engine {
         Ok(())
     }
 
-    /// After capture `seq` on `stream`: makes sure a launch proof will cover the pins of
-    /// destroyed handles last used there (a clock proof after this capture, unless one was
-    /// attached after their last use already); they go to `deferred` once it ran
-    /// ([`Engine::collect_proven_awaiting`]). Pins no clock can prove (used on two streams)
-    /// travel in a host node of their own ([`LaunchProof`]).
-    ///
-    /// A proof is a host node, a GPU-to-CPU round trip: with room in the pool it waits until
-    /// [`AWAITING_BATCH`] destroyed handles share it (a framework whose small cache destroys a
-    /// handle per call would otherwise pay one per call).
-    fn attach_awaiting(&self, stream: RawStream, clock: &Arc<CaptureClock>, seq: u64) {
-        let (unclocked, need_proof) = {
-            let mut a = self.awaiting_launch.lock();
-            if a.is_empty() {
-                return;
-            }
-            let ours = |w: &Awaiting| w.at.as_ref().is_some_and(|(_, c)| Arc::ptr_eq(c, clock));
-            let (mut waiting, mut need_proof, mut unclocked) = (0usize, false, false);
-            for w in a.iter().filter(|w| w.stream == stream) {
-                waiting += 1;
-                match &w.at {
-                    Some((last, _)) if ours(w) => need_proof |= clock.proof_upto() < *last,
-                    _ => unclocked = true,
-                }
-            }
-            let room = self.pinned_handles.load(Ordering::Relaxed) < self.pin_limit && !clock.pressed();
-            if waiting == 0 || (waiting < AWAITING_BATCH && room) {
-                return;
-            }
-            let unclocked: Vec<Vec<Lease>> = if unclocked {
-                let all = std::mem::take(&mut *a);
-                let (mine, keep): (Vec<_>, Vec<_>) = all.into_iter().partition(|w| w.stream == stream && !ours(w));
-                *a = keep;
-                mine.into_iter().map(|w| w.pins).collect()
-            } else {
-                Vec::new()
-            };
-            (unclocked, need_proof)
-        };
-        if need_proof {
-            self.attach_proof(clock, seq, stream);
-        }
-        if unclocked.is_empty() {
-            return;
-        }
-        let handles = unclocked.len();
-        let data = LaunchProof::leak(unclocked, stream);
-        // SAFETY: `data` is never freed (see LaunchProof); `leases_launched` may run on any
-        // thread and calls no GPU runtime.
-        let call = unsafe { hipfft_pool::HostCall::new(leases_launched, data) };
-        // SAFETY: the framework's capturing stream (it was passed to this execution).
-        if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-            // SAFETY: no host node refers to `data`: the launch failed.
-            if let Some(leases) = unsafe { LaunchProof::reclaim(data) } {
-                self.awaiting_launch.lock().extend(leases.into_iter().map(|pins| Awaiting { pins, stream, at: None }));
-            }
-        } else {
-            self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
-        }
-    }
-
-    /// The pins of destroyed handles whose last capture a clock proof showed launched go to
-    /// `deferred` (each then released after an event on its stream).
-    fn collect_proven_awaiting(&self) {
-        // Awaiting pins are counted in `pinned_handles`: a framework that never captures pays
-        // one atomic load here, not a lock, on every uncaptured call.
-        if self.pinned_handles.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let mut freed: Vec<(Lease, RawStream)> = Vec::new();
-        let mut handles = 0usize;
-        {
-            let mut a = self.awaiting_launch.lock();
-            if a.is_empty() {
-                return;
-            }
-            a.retain_mut(|w| match &w.at {
-                Some((last, clock)) if clock.launched() >= *last => {
-                    handles += 1;
-                    freed.extend(std::mem::take(&mut w.pins).into_iter().map(|l| (l, w.stream)));
-                    false
-                }
-                _ => true,
-            });
-        }
-        if handles == 0 {
-            return;
-        }
-        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
-        self.counts.launch_proofs.fetch_add(handles as u64, Ordering::Relaxed);
-        self.deferred.lock().extend(freed);
-    }
-
-    /// A captured execution's host node could not be added: its lease is pinned to the handle
-    /// instead, so it is never released under the graph, and never taken back (no proof
-    /// covers a graph whose host node failed).
-    fn pin_without_node(&self, v: &VirtualPlan, lease: Lease) {
-        let mut s = v.settings.lock();
-        if s.pinned.is_empty() {
-            self.pinned_handles.fetch_add(1, Ordering::Relaxed);
-        }
-        s.pinned.push(lease);
-        s.pin_streams_mixed = true;
-    }
-
-    /// The capture clock of the handle's stream (`s.stream` is `stream`).
-    fn clock_of(&self, s: &mut Settings, stream: RawStream, device: i32) -> Arc<CaptureClock> {
-        if let Some(c) = &s.clock {
-            return c.clone();
-        }
-        let c = self
-            .clocks
-            .lock()
-            .entry(stream.0)
-            .or_insert_with(|| Arc::new(CaptureClock::new(self.pool.ceiling_for(device))))
-            .clone();
-        s.clock = Some(c.clone());
-        c
-    }
-
-    /// Under `auto`, when the clock wants one for the pins of live handles: a proof after
-    /// capture `seq` on `stream`.
-    fn prove_if_pressed(&self, clock: &Arc<CaptureClock>, seq: u64, stream: RawStream) {
-        if self.policy == CapturePolicy::Auto && clock.proof_upto() < seq && clock.wants_proof() {
-            self.attach_proof(clock, seq, stream);
-        }
-    }
-
-    /// A proof node that the capture numbered `seq` on `stream` was launched (see
-    /// `CaptureClock`).
-    fn attach_proof(&self, clock: &Arc<CaptureClock>, seq: u64, stream: RawStream) {
-        let data = clock.leak_proof(seq);
-        // SAFETY: `data` is never freed once a host node refers to it; `captures_launched`
-        // may run on any thread and calls no GPU runtime.
-        let call = unsafe { hipfft_pool::HostCall::new(captures_launched, data) };
-        // SAFETY: the framework's capturing stream (it was passed to this execution).
-        if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-            // SAFETY: no host node refers to `data`: the launch failed.
-            unsafe { CaptureClock::reclaim_proof(data) };
-        } else {
-            clock.proof_attached(seq);
-            self.counts.clock_proofs.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Under `auto`, at a miss that found the ceiling full: the pins of live handles whose
-    /// last captured execution is proven launched go to `deferred`, each released after an
-    /// event on its stream (destroyed handles' proven pins go there in `drain_deferred`). A
-    /// handle in use right now is skipped.
-    fn reclaim_launched_pins(&self) {
-        if self.policy != CapturePolicy::Auto || self.pinned_handles.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let mut freed: Vec<(Lease, RawStream)> = Vec::new();
-        let mut handles = 0usize;
-        let live: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
-        for v in live {
-            let Some(mut s) = v.settings.try_lock() else { continue };
-            if s.pinned.is_empty() || s.pin_streams_mixed {
-                continue;
-            }
-            let Some((seq, clock, stream)) = s.pin_at.clone() else { continue };
-            if clock.launched() < seq {
-                continue;
-            }
-            s.pin_at = None;
-            let pins = std::mem::take(&mut s.pinned);
-            drop(s);
-            handles += 1;
-            freed.extend(pins.into_iter().map(|l| (l, stream)));
-        }
-        if handles == 0 {
-            return;
-        }
-        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
-        self.counts.pins_reclaimed.fetch_add(handles as u64, Ordering::Relaxed);
-        self.deferred.lock().extend(freed);
-    }
-
-    /// A launch proof ran (on the runtime's callback thread): the destroyed handles' pins
-    /// wait for an event on their stream from now on. Calls no GPU runtime.
-    pub(crate) fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
-        let handles = leases.len();
-        self.deferred.lock().extend(leases.into_iter().flatten().map(|l| (l, stream)));
-        self.pinned_handles.fetch_sub(handles, Ordering::Relaxed);
-    }
-
     /// An `after-graph` host node ran (on the runtime's callback thread): its leases wait for
     /// an event on their stream from now on. Calls no GPU runtime.
     pub(crate) fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
@@ -1194,7 +925,6 @@ impl Engine {
     pub fn release_sticky(&self) {
         self.release_generation.fetch_add(1, Ordering::AcqRel);
         self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
-        self.reclaim_launched_pins();
         let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
         for v in handles {
             let Some(mut s) = v.settings.try_lock() else { continue };
@@ -1263,8 +993,6 @@ impl Engine {
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),
             "capture_release": self.run_release.name(),
-            "capture_pinned_handles": self.pinned_handles.load(Ordering::Relaxed),
-            "capture_pin_limit": self.pin_limit,
             "failures": failures,
             "deferred_releases": self.deferred.lock().len(),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
@@ -1275,16 +1003,17 @@ impl Engine {
             "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
             "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
         });
-        j["pins_awaiting_launch"] = self.awaiting_launch.lock().len().into();
-        j["launch_proofs"] = self.counts.launch_proofs.load(Ordering::Relaxed).into();
-        j["clock_proofs"] = self.counts.clock_proofs.load(Ordering::Relaxed).into();
-        j["pins_reclaimed"] = self.counts.pins_reclaimed.load(Ordering::Relaxed).into();
+        j["capture_residents"] = self.residents.len().into();
+        // `pin` has no limit of its own (the ceiling bounds it): written as the ceiling.
+        j["capture_resident_limit"] = self.residents.limit().min(m.ceiling).into();
+        j["captured_on_residents"] = self.counts.captured_on_residents.load(Ordering::Relaxed).into();
         j["work_sizes_remembered"] = self.counts.work_sizes_remembered.load(Ordering::Relaxed).into();
         if let Some(sim) = &self.sim {
             j["sim_live_handles"] = sim.live_handles().into();
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();
             j["sim_created"] = sim.created_total().into();
             j["sim_violations"] = sim.violations().into();
+            j["sim_destroyed_after_lone_capture"] = sim.destroyed_after_lone_capture().into();
         }
         j.to_string()
     }
@@ -1342,9 +1071,6 @@ fn per_process_path(raw: &str) -> String {
 }
 
 impl crate::capture::CapturedLeases for Engine {
-    fn launched(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
-        Engine::launched(self, leases, stream)
-    }
     fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
         Engine::ran(self, leases, stream)
     }

@@ -178,8 +178,8 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
         ("HIPFFT_POOL_CAPTURE", "release-on-run"),
     ];
     let plugin = dir.join("libplugin.so");
-    // Pinned (`auto` while few handles are pinned): no host node, the handle holds the plan
-    // until it is destroyed.
+    // Resident (`auto` while fewer plans than a quarter of the ceiling are resident): no host
+    // node, and the plan stays after its handles are destroyed.
     let pinned_end = dir.join("pinned.json");
     let pinned_env = [
         ("LD_PRELOAD", lib.to_str().unwrap()),
@@ -191,12 +191,11 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
     let o = run(&exe, &[plugin.to_str().unwrap()], &pinned_env, true);
     assert!(stdout(&o).contains("ok cuda mode"), "{}", show(&o));
     let m = metrics(&pinned_end);
-    // h[0] and h[1] pinned; the last handle's capture found the pin limit (2) taken by their
-    // pins, which a destroy does not end, and was released on its run; its launch proof
-    // carried the two pins, and the uncaptured execution after it released them.
-    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_execs"), get(&m, "captured_released")), (Some("auto"), 3, 1), "{m}");
-    assert_eq!(get(&m, "launch_proofs"), 2, "{m}");
-    assert_eq!((get(&m, "capture_pinned_handles"), get(&m, "pins_awaiting_launch")), (0, 0), "{m}");
+    // The three captures (h[0], h[1], and hy after every other handle was destroyed) share
+    // one descriptor: its plan became the one resident (limit 4 / 4) and served all three.
+    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_execs"), get(&m, "captured_released")), (Some("auto"), 3, 0), "{m}");
+    assert_eq!((get(&m, "captured_on_residents"), get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (3, 1, 1), "{m}");
+    assert_eq!(get(&m, "destroys"), 0, "the resident plan was never destroyed: {m}");
     // Released on the graph's run: a host node.
     let o = run(&exe, &[plugin.to_str().unwrap(), mid.to_str().unwrap()], &env, true);
     let s = stdout(&o);
@@ -226,11 +225,10 @@ fn handles_destroyed_before_their_graphs_launch_keep_their_plans_until_then() {
     mlx_cache_destroys_handles_before_their_graphs_launch(program(), LIB);
 }
 
-/// Pins of idle handles give way to a command buffer that needs the whole ceiling (see the
-/// harness).
+/// Resident plans leave the rest of the ceiling to command buffers (see the harness).
 #[test]
-fn idle_pins_give_way_to_a_command_buffer_that_needs_the_ceiling() {
-    mlx_idle_pins_give_way_to_a_buffer_that_needs_the_ceiling(program(), LIB);
+fn resident_plans_leave_room_for_command_buffers_under_the_ceiling() {
+    mlx_residents_leave_room_for_buffers_under_the_ceiling(program(), LIB);
 }
 
 /// Executions captured into graphs on the simulated runtime's capture model, under each
@@ -240,12 +238,13 @@ fn idle_pins_give_way_to_a_command_buffer_that_needs_the_ceiling() {
 /// on a destroyed plan).
 #[test]
 fn captured_executions_hold_their_plans_until_the_graph_ran() {
-    for policy in ["auto", "release-on-run", "pin"] {
+    for (policy, ceiling) in [("auto", "4"), ("release-on-run", "4"), ("pin", "24")] {
         let dir = work_dir(&format!("{LIB}_capture_{policy}"));
         let out = dir.join("m.json");
         let env = [
             ("HIPFFT_POOL_RUNTIME", "sim"),
-            ("HIPFFT_POOL_LIVE_CEILING", "4"),
+            // `pin` keeps every captured plan for good: its 16 descriptors need room.
+            ("HIPFFT_POOL_LIVE_CEILING", ceiling),
             ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
             ("HIPFFT_POOL_CAPTURE", policy),
             ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
@@ -253,15 +252,17 @@ fn captured_executions_hold_their_plans_until_the_graph_ran() {
         let o = run(program(), &["capture", "16"], &env, true);
         assert!(stdout(&o).contains("ok 16 captured handles"), "{policy}: {}", show(&o));
         let m = metrics(&out);
-        assert!(get(&m, "sim_peak_live_handles") <= 4, "{policy}: {m}");
+        assert!(get(&m, "sim_peak_live_handles") <= ceiling.parse().unwrap(), "{policy}: {m}");
+        assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{policy}: {m}");
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
         assert_eq!(get(&m, "captured_execs"), 17, "{policy}: {m}");
         assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
         let released = get(&m, "captured_released");
         match policy {
             "release-on-run" => assert_eq!(released, 17, "{m}"),
-            "pin" => assert_eq!(released, 0, "{m}"),
-            _ => {}
+            // The first handle and handle 12 share a descriptor (n=32, batch 2).
+            "pin" => assert_eq!((released, get(&m, "capture_residents"), get(&m, "destroys")), (0, 16, 0), "{m}"),
+            _ => assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (1, 1), "{m}"),
         }
     }
 }

@@ -170,7 +170,9 @@ impl SimRuntime {
                 std::thread::sleep(latency);
                 fft::execute(&done.0.desc, direction, bufs, &cache);
             });
-            return stream.capture_node(node).map_err(|_| fft_err(call, code::EXEC_FAILED));
+            let alone_plan = plan.clone();
+            let if_alone: super::stream::IfAlone = Arc::new(move || alone_plan.captured_alone());
+            return stream.capture_transform(node, Some(if_alone)).map_err(|_| fft_err(call, code::EXEC_FAILED));
         }
         plan.pending.begin();
         let done = Finish(plan);

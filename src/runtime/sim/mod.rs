@@ -114,6 +114,19 @@ impl SimRuntime {
     pub fn created_total(&self) -> u64 {
         self.plans.created()
     }
+    /// Destroys of plans that a capture once held alone: one transform and nothing else. A
+    /// framework may copy such a lone kernel node into its own graphs and update their
+    /// instantiations later (MLX 0.32.2 does), which on CUDA runs freed code once the plan is
+    /// gone; the interposer keeps such plans for the process's life, so through it this
+    /// stays 0.
+    ///
+    /// ```
+    /// use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+    /// assert_eq!(SimRuntime::new(SimConfig::default()).destroyed_after_lone_capture(), 0);
+    /// ```
+    pub fn destroyed_after_lone_capture(&self) -> u64 {
+        self.plans.destroyed_after_lone_capture()
+    }
     /// Simulated creation latency spent so far, over every creation started (the fixed
     /// `create_latency` plus the per-shape H200 cost when that is on): what a trace's
     /// creations cost, counted by the sim itself.

@@ -20,6 +20,10 @@ pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 /// One node of a captured graph: runs each time the graph is launched.
 pub(crate) type Node = Arc<dyn Fn() + Send + Sync + 'static>;
 
+/// Called at the end of a capture whose only node it came with (see
+/// [`Stream::capture_transform`]).
+pub(crate) type IfAlone = Arc<dyn Fn() + Send + Sync + 'static>;
+
 struct Progress {
     /// `None` once the stream is destroyed: nothing more may be enqueued.
     tx: Option<Sender<Job>>,
@@ -64,8 +68,9 @@ impl Mark {
 
 pub(crate) struct Stream {
     pub device: i32,
-    /// The nodes captured so far while a capture is active (`hipStreamBeginCapture`).
-    capture: Mutex<Option<Vec<Node>>>,
+    /// The nodes captured so far while a capture is active (`hipStreamBeginCapture`), each
+    /// with what to call if it ends up the capture's only node.
+    capture: Mutex<Option<Vec<(Node, Option<IfAlone>)>>>,
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
@@ -115,16 +120,27 @@ impl Stream {
         true
     }
 
-    /// Ends the capture, returning its nodes; `None` if none was active.
+    /// Ends the capture, returning its nodes; `None` if none was active. A capture of one
+    /// node that came with an [`IfAlone`] calls it first.
     pub(crate) fn end_capture(&self) -> Option<Vec<Node>> {
-        self.capture.lock().take()
+        let nodes = self.capture.lock().take()?;
+        if let [(_, Some(if_alone))] = nodes.as_slice() {
+            if_alone();
+        }
+        Some(nodes.into_iter().map(|(n, _)| n).collect())
     }
 
     /// Appends `node` to the active capture; gives it back when none is active.
     pub(crate) fn capture_node(&self, node: Node) -> Result<(), Node> {
+        self.capture_transform(node, None)
+    }
+
+    /// Appends a transform's `node`, with `if_alone` for a capture that holds nothing else
+    /// (a framework may copy such a lone kernel into graphs of its own: MLX does).
+    pub(crate) fn capture_transform(&self, node: Node, if_alone: Option<IfAlone>) -> Result<(), Node> {
         match self.capture.lock().as_mut() {
             Some(nodes) => {
-                nodes.push(node);
+                nodes.push((node, if_alone));
                 Ok(())
             }
             None => Err(node),

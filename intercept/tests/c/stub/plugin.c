@@ -88,8 +88,8 @@ int plugin_run(const char *metrics_mid) {
   EXPECT(stub_mode_exchanges() > 0);
   for (int i = 0; i < 8; i++) CK(cufftDestroy(h[i]));
   EXPECT(hfp_intercept_virtual_handles_live() == 0);
-  /* pins of destroyed handles (policy pin or auto) wait for proof that their graphs were
-     launched: the next execution captured on their stream carries it in a host node */
+  /* under `auto` (or `pin`) the plan captured above stays resident after every handle on it
+     was destroyed: a new handle of its descriptor is captured on it, with no node added */
   int hy;
   CK(cufftCreate(&hy));
   CK(cufftSetAutoAllocation(hy, 0));
@@ -102,7 +102,7 @@ int plugin_run(const char *metrics_mid) {
   stub_end_capture();
   stub_graph_launch();
   stub_graph_reset();
-  CK(cufftXtExec(hy, in, out, -1)); /* outside a capture: releases what the proof handed on */
+  CK(cufftXtExec(hy, in, out, -1)); /* outside a capture, on the same plan */
   CK(cufftDestroy(hy));
   free(area);
   printf("ok cuda mode\n");
