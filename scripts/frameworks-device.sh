@@ -10,6 +10,8 @@
 # from the repository root, with DIR carried:
 #   scripts/frameworks-device.sh torch DIR      # PyTorch and CuPy; also keeps DIR/mlx/mlx.part.aa
 #   scripts/frameworks-device.sh mlx DIR        # MLX (needs mlx.part.aa from the call before)
+#   scripts/frameworks-device.sh probe DIR      # the encoder probe, natively and interposed (keeps mlx.part.aa)
+#   DIAG=resident scripts/frameworks-device.sh diag DIR   # MLX under resident plans (after probe or keep)
 # Logs go to $OUT (default /tmp/frameworks-out) as one tarball plus summary.txt.
 set -uo pipefail
 
@@ -60,7 +62,7 @@ pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
   run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="${CAPACITY:-$ceiling}" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
-  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','launch_proofs','pins_awaiting_launch','clock_proofs','pins_reclaimed')})" "$logs/$name.metrics.json")"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','capture_residents','capture_resident_limit','captured_on_residents')})" "$logs/$name.metrics.json")"
 }
 
 finish() {
@@ -74,6 +76,29 @@ nvidia-smi -L 2>&1 | tee -a "$summary"
 case $phase in
 keep)
   mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ && note "kept mlx.part.aa"
+  ;;
+probe)
+  # MLX's command encoder around cuFFT without MLX (scripts/probes/mlx_encoder_pattern.c):
+  # which of its steps breaks when plans are destroyed soon after use, natively, and whether
+  # the interposer's resident plans keep it right at ceiling 12. Keeps mlx.part.aa too.
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
+  gcc -O2 -o /tmp/mep "$root/scripts/probes/mlx_encoder_pattern.c" -I/usr/local/cuda/include \
+    -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  p="/tmp/mep --buffers ${BUFFERS:-200}"
+  for i in 1 2; do
+    run "probe-native-mlx-way-$i" 60 $p --cache 8 --extract 1 --update 1
+  done
+  run probe-native-no-update 60 $p --cache 8 --extract 1 --update 0
+  run probe-native-child-graphs 60 $p --cache 8 --extract 0 --update 1
+  run probe-native-host-node 60 $p --cache 8 --extract 1 --update 1 --extra-node 3
+  run probe-native-keep-all 60 $p --cache 0
+  for i in 1 2; do
+    pre "probe-pool-c12-auto-$i" 60 12 $p --cache 8
+    HIPFFT_POOL_CAPTURE=release-on-run pre "probe-pool-c12-release-$i" 60 12 $p --cache 8
+  done
+  pre probe-pool-c12-auto-keep-all 60 12 $p --cache 0
+  for f in "$logs"/probe-*.log; do echo "$(basename "$f" .log): $(grep -h '^DETAIL' "$f")" >>"$summary"; done
   ;;
 torch)
   # Keep MLX's first part for the next call (the machine stays warm 30 s between calls).
@@ -236,6 +261,25 @@ diag)
     done
     MLX_MAX_OPS_PER_BUFFER=1 pre c12-ops1 90 12 $t -s
     pre c12-sanitizer 240 12 compute-sanitizer --tool memcheck --print-limit 20 $t -s -k "jvp or vmap or norm"
+    ;;
+  resident)
+    # Resident plans (captures with no node keep their plan for the process's life, a quarter
+    # of the ceiling; host nodes beyond): test_fft.py at each ceiling, five times at 12, twice
+    # under release-on-run at 12, once at capacity 12 under ceiling 128; then the cycle at
+    # MLX's cache 128 alternated with native, and at cache 8 at ceilings 128, 26 and 12.
+    pre res-c128 90 128 $t -s
+    pre res-c26 90 26 $t -s
+    for i in 1 2 3 4 5; do pre "res-c12-auto-$i" 90 12 $t -s; done
+    for i in 1 2; do HIPFFT_POOL_CAPTURE=release-on-run pre "res-c12-release-$i" 90 12 $t -s; done
+    CAPACITY=12 pre res-cap12-ceil128 90 128 $t -s
+    for i in 1 2 3; do
+      run "res-cycle-native-cache128-$i" 60 $b
+      pre "res-cycle-pool-cache128-$i" 60 128 $b
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run res-cycle-native-cache8 60 $b --cycles 60
+    for c in 128 26 12; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "res-cycle-pool-cache8-c$c" 60 $c $b
+    done
     ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
