@@ -64,7 +64,7 @@ static const struct shape SHAPES[] = {
     printf("RESULT error at line %d: cufftResult %d\n", __LINE__, (int)r_); exit(1); } } while (0)
 
 static int opt_cache = 8, opt_extract = 1, opt_update = 1, opt_ops = 20, opt_buffers = 300;
-static int opt_worker = 1, opt_relaxed = 1, opt_extra = 0, opt_keep_one = 0, opt_check = 1;
+static int opt_worker = 1, opt_relaxed = 1, opt_extra = 0, opt_keep_one = 0, opt_check = 1, opt_trace = 0;
 
 static size_t in_floats(const struct shape *s) {
   size_t per = s->kind == R2C ? (size_t)s->n : 2 * (size_t)(s->kind == C2R ? s->n / 2 + 1 : s->n);
@@ -310,6 +310,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--extra-node")) opt_extra = v;
     else if (!strcmp(argv[i], "--keep-one")) opt_keep_one = v;
     else if (!strcmp(argv[i], "--check")) opt_check = v;
+    else if (!strcmp(argv[i], "--trace")) opt_trace = v;
     else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (opt_ops < 1 || opt_ops > MAX_OPS) { fprintf(stderr, "--ops: 1 to %d\n", MAX_OPS); return 2; }
@@ -423,6 +424,9 @@ int main(int argc, char **argv) {
         cudaGraphExecUpdateResultInfo info;
         cudaGraphExecUpdate(EXECS[found].exec, graph, &info);
         updates++;
+        /* --trace 1: every successful update, with its buffer's node types, on stderr (the
+           last lines before a crash say which updates went through). */
+        if (opt_trace && info.result == cudaGraphExecUpdateSuccess) fprintf(stderr, "buffer %d: update ok %s\n", bi, key);
         if (info.result != cudaGraphExecUpdateSuccess) {
           cudaGetLastError();
           update_failures++;
