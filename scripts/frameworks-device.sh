@@ -281,6 +281,25 @@ diag)
       MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "res-cycle-pool-cache8-c$c" 60 $c $b
     done
     ;;
+  graphs)
+    # MLX's graph-exec updates carry a destroyed plan's kernels (run 23): test_fft.py at
+    # ceilings 128 and 26 (twice), and at 12 with MLX's graphs off (three times) and on (once:
+    # the interposer's warning), natively with graphs off; then the cycle as in `resident`.
+    pre gr-c128 90 128 $t -s
+    for i in 1 2; do pre "gr-c26-$i" 90 26 $t -s; done
+    for i in 1 2 3; do MLX_USE_CUDA_GRAPHS=0 pre "gr-c12-nographs-$i" 90 12 $t -s; done
+    pre gr-c12-graphs 90 12 $t -s
+    MLX_USE_CUDA_GRAPHS=0 run gr-native-nographs 90 $t -s
+    for i in 1 2 3; do
+      run "gr-cycle-native-cache128-$i" 60 $b
+      pre "gr-cycle-pool-cache128-$i" 60 128 $b
+    done
+    for c in 128 26; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "gr-cycle-pool-cache8-c$c" 60 $c $b
+    done
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 pre gr-cycle-pool-cache8-c12-nographs 60 12 $b
+    MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 run gr-cycle-native-cache8-nographs 60 $b --cycles 60
+    ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
     # interposer alternated five times (the median of each side against the 3% target),

@@ -216,26 +216,30 @@ impl Residents {
         Residents { plans: Mutex::new(FxHashMap::default()), len: std::sync::atomic::AtomicUsize::new(0), limit }
     }
 
-    /// `HIPFFT_POOL_CAPTURE_RESIDENTS` under `policy`: for `auto`, a whole number up to the
+    /// `HIPFFT_POOL_CAPTURE_RESIDENTS` under `policy`: for `auto`, a whole number from 0 to the
     /// ceiling (default a quarter of it); `pin` has no limit of its own (the ceiling bounds
     /// it), `release-on-run` keeps none. Returns the limit and a warning for a value ignored.
     pub fn limit_from_env(policy: CapturePolicy, ceiling: usize) -> (usize, Option<String>) {
-        let default = ceiling / 4;
-        let raw = std::env::var("HIPFFT_POOL_CAPTURE_RESIDENTS").ok().filter(|v| !v.is_empty());
+        let raw = std::env::var("HIPFFT_POOL_CAPTURE_RESIDENTS").ok();
+        let (limit, warning) = Residents::limit_from(policy, ceiling, raw.as_deref());
         let old = std::env::var("HIPFFT_POOL_CAPTURE_PIN_LIMIT").ok().filter(|v| !v.is_empty()).map(|_| {
             "HIPFFT_POOL_CAPTURE_PIN_LIMIT is no longer read (pins became resident plans: see HIPFFT_POOL_CAPTURE_RESIDENTS)".to_string()
         });
-        match policy {
-            CapturePolicy::Pin => (usize::MAX, old),
-            CapturePolicy::ReleaseOnRun => (0, old),
-            CapturePolicy::Auto => match raw {
-                None => (default, old),
-                Some(raw) => match hipfft_pool::pool::config::parse_whole(&raw, ceiling as u64) {
-                    Ok(v) => (v as usize, old),
-                    Err(why) => {
-                        (default, Some(format!("HIPFFT_POOL_CAPTURE_RESIDENTS={raw:?} ignored ({why}); keeping {default}")))
-                    }
-                },
+        (limit, warning.or(old))
+    }
+
+    /// [`Residents::limit_from_env`] for the value `raw` of `HIPFFT_POOL_CAPTURE_RESIDENTS`.
+    pub fn limit_from(policy: CapturePolicy, ceiling: usize, raw: Option<&str>) -> (usize, Option<String>) {
+        let default = ceiling / 4;
+        match (policy, raw.filter(|v| !v.is_empty())) {
+            (CapturePolicy::Pin, _) => (usize::MAX, None),
+            (CapturePolicy::ReleaseOnRun, _) => (0, None),
+            (CapturePolicy::Auto, None) => (default, None),
+            // 0 is allowed: every captured execution then gets a host node.
+            (CapturePolicy::Auto, Some("0")) => (0, None),
+            (CapturePolicy::Auto, Some(raw)) => match hipfft_pool::pool::config::parse_whole(raw, ceiling as u64) {
+                Ok(v) => (v as usize, None),
+                Err(why) => (default, Some(format!("HIPFFT_POOL_CAPTURE_RESIDENTS={raw:?} ignored ({why}); keeping {default}"))),
             },
         }
     }
@@ -343,6 +347,23 @@ mod tests {
         p.trim();
         assert_eq!((sim.destroyed_total(), sim.live_handles()), (1, 2));
         r.clear();
+    }
+
+    #[test]
+    fn the_resident_limit_takes_zero_to_the_ceiling_and_names_a_bad_value() {
+        let auto = CapturePolicy::Auto;
+        assert_eq!(Residents::limit_from(auto, 12, None), (3, None), "a quarter of the ceiling");
+        assert_eq!(Residents::limit_from(auto, 12, Some("")), (3, None));
+        assert_eq!(Residents::limit_from(auto, 12, Some("0")), (0, None));
+        assert_eq!(Residents::limit_from(auto, 12, Some("12")), (12, None));
+        for bad in ["13", "-1", "x"] {
+            let (limit, warning) = Residents::limit_from(auto, 12, Some(bad));
+            let warning = warning.expect("a warning");
+            assert_eq!(limit, 3, "{warning}");
+            assert!(warning.contains("HIPFFT_POOL_CAPTURE_RESIDENTS") && warning.contains(&format!("{bad:?}")), "{warning}");
+        }
+        assert_eq!(Residents::limit_from(CapturePolicy::ReleaseOnRun, 12, Some("5")), (0, None));
+        assert_eq!(Residents::limit_from(CapturePolicy::Pin, 12, None).0, usize::MAX);
     }
 
     #[test]

@@ -868,6 +868,7 @@ impl Engine {
                 lease.release();
                 return Ok(());
             }
+            self.warn_released_capture();
             if self.run_release == RunRelease::AfterGraph {
                 let data = LaunchProof::leak(vec![vec![lease]], stream);
                 // SAFETY: `data` is never freed once a host node refers to it; `leases_ran`
@@ -910,6 +911,24 @@ impl Engine {
             self.release_after(lease, stream);
         }
         Ok(())
+    }
+
+    /// The first captured execution whose plan is not resident says once what that risks:
+    /// its plan may be destroyed after the graph ran, and a framework that keeps its
+    /// instantiated graphs and updates them in place carries the destroyed plan's kernels
+    /// into the next update (MLX 0.32.2's CUDA backend does: docs/frameworks.md, run 23).
+    fn warn_released_capture(&self) {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            warn(&format!(
+                "captured executions beyond the {} resident plans are released when their graph runs, and their plans may \
+                 be destroyed afterwards; a framework that keeps instantiated graphs and updates them in place (MLX's CUDA \
+                 backend) can then run a destroyed plan's kernels: give it a ceiling whose resident plans \
+                 (HIPFFT_POOL_CAPTURE_RESIDENTS, a quarter of HIPFFT_POOL_LIVE_CEILING by default) hold its captured \
+                 working set, or turn its graphs off (MLX_USE_CUDA_GRAPHS=0)",
+                self.residents.limit().min(self.pool.metrics().ceiling)
+            ))
+        });
     }
 
     /// An `after-graph` host node ran (on the runtime's callback thread): its leases wait for

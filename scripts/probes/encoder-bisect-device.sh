@@ -25,6 +25,10 @@ variant() {
   python3 -c "import json; m=json.load(open('/tmp/m.json')); print({k:m.get(k) for k in ('peak_live','creations','destroys','captured_execs','captured_released','capture_residents','captured_on_residents','capture_misses','failures')})" >>"$log" 2>&1
   rm -f /tmp/m.json
 }
+if [ -n "${ONLY_NO_RESIDENTS:-}" ]; then
+  for i in 1 2; do variant "no-residents-$i" 12 12 HIPFFT_POOL_CAPTURE_RESIDENTS=0 -- --cache 8; done
+  cat "$log"; exit 0
+fi
 for i in 1 2; do
   variant "auto-$i" 12 12 -- --cache 8
   variant "no-residents-$i" 12 12 HIPFFT_POOL_CAPTURE_RESIDENTS=0 -- --cache 8

@@ -189,6 +189,9 @@ fn captured_executions_hold_their_plans_until_the_graph_ran() {
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
         assert_eq!(get(&m, "captured_execs"), 17, "{policy}: {m}");
         assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
+        // Captures whose plans may be destroyed after their graph ran say so, once.
+        let warned = String::from_utf8_lossy(&o.stderr).matches("captured executions beyond the").count();
+        assert_eq!(warned, usize::from(policy != "pin"), "{policy}: {}", show(&o));
         let released = get(&m, "captured_released");
         match policy {
             "release-on-run" => assert_eq!(released, 17, "{m}"),
