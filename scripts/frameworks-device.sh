@@ -300,6 +300,13 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 pre gr-cycle-pool-cache8-c12-nographs 60 12 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 run gr-cycle-native-cache8-nographs 60 $b --cycles 60
     ;;
+  lru)
+    # Whether destroying the least recently used plan first (HIPFFT_POOL_EVICTION=lru) instead
+    # of the cheapest to remake keeps MLX's kept graphs away from destroyed plans: test_fft.py
+    # four times at ceiling 26 and three at 12.
+    for i in 1 2 3 4; do HIPFFT_POOL_EVICTION=lru pre "lru-c26-$i" 90 26 $t -s; done
+    for i in 1 2 3; do HIPFFT_POOL_EVICTION=lru pre "lru-c12-$i" 90 12 $t -s; done
+    ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
     # interposer alternated five times (the median of each side against the 3% target),
