@@ -6,31 +6,35 @@
 //!
 //! What a framework does with the captured graph decides how long the plan must live. MLX
 //! 0.32.2 copies a capture that holds a single kernel node into its own graph as a kernel
-//! node, keys the instantiated graph by topology and, at the next graph of that topology,
-//! updates the instantiation in place (`cudaGraphExecUpdate`). cuFFT loads its kernels per
-//! plan, so such an instantiation keeps the code of every plan whose lone kernel it holds:
-//! once the plan is destroyed, the next update and launch run freed code (illegal
-//! instruction, illegal memory access, or another transform's output). MLX's own cache of 8
-//! crashes that way, and so did the pool whenever it destroyed plans soon after use
-//! (docs/frameworks.md, run 22; `scripts/probes/mlx_encoder_pattern.c` repeats it without
-//! MLX). A capture with a second node becomes a child graph there, whose update always fails
-//! on topology, so MLX instantiates afresh and nothing stale runs. Hence two ways to hold a
-//! captured execution's plan, and the policies (`HIPFFT_POOL_CAPTURE`):
+//! node (any other capture becomes a child graph node), keys the instantiated graph by
+//! topology and, at the next graph of that topology, updates the instantiation in place
+//! (`cudaGraphExecUpdate`). cuFFT loads its kernels per plan, so a kept instantiation holds
+//! the code of every plan it ran: when such an update succeeds after one of those plans was
+//! destroyed, the launch runs freed code (illegal instruction, illegal memory access, or
+//! another transform's output). That holds for child graph nodes as much as for copied
+//! kernels: their updates fail on topology only while the shapes at each position differ
+//! (docs/frameworks.md, runs 23 and 24; `scripts/probes/mlx_encoder_pattern.c` repeats it
+//! without MLX, and MLX's own cache of 8 crashes that way). No node the interposer adds
+//! makes every such update fail, and it cannot see when the framework drops its
+//! instantiations, so what it can do is destroy captured plans as late as possible: resident
+//! plans are never destroyed, and the pool under the interposer evicts the least recently
+//! used plan first (`engine::interposer_eviction`). Two ways to hold a captured execution's
+//! plan, and the policies (`HIPFFT_POOL_CAPTURE`):
 //!
 //! - resident: the real plan stays for the life of the process ([`Residents`]); the capture
 //!   is the native one, with no node added. Graphs may keep it and be launched, updated or
 //!   replayed at any time.
 //! - released on run: a host node after the transform (`cudaLaunchHostFunc` on the
 //!   capturing stream) releases the lease on its first run; the plan may be destroyed after
-//!   it. The node also makes the capture more than one kernel. A host node in a graph is a
-//!   GPU-to-CPU round trip: several microseconds a call.
+//!   it. A host node in a graph is a GPU-to-CPU round trip: several microseconds a call.
 //!
 //! `auto` (the default) makes plans resident up to `HIPFFT_POOL_CAPTURE_RESIDENTS` (a quarter
 //! of the ceiling) and releases on run beyond: a captured working set that fits runs as
-//! natively, and one larger than the ceiling still cannot exhaust it. `release-on-run`
-//! always adds the host node (it expects each captured graph to be launched once); `pin`
-//! makes every captured plan resident (graphs replayed at will; the ceiling bounds them, and
-//! a capture that needs a plan beyond it fails with the library's error code).
+//! natively, and one larger than the ceiling still cannot exhaust it (the first release on
+//! run warns once of the risk above). `release-on-run` always adds the host node (it expects
+//! each captured graph to be launched once); `pin` makes every captured plan resident
+//! (graphs replayed at will; the ceiling bounds them, and a capture that needs a plan beyond
+//! it fails with the library's error code).
 //!
 //! In all, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a

@@ -15,7 +15,7 @@ use hipfft_pool::runtime::with_device;
 use hipfft_pool::MetricsServer;
 use hipfft_pool::SimRuntime;
 use hipfft_pool::{
-    DevicePtr, Direction, Layout, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, ReleaseAfterError, Runtime,
+    DevicePtr, Direction, Eviction, Layout, Lease, PlanDesc, PlanPool, PoolConfig, RawStream, ReleaseAfterError, Runtime,
     RuntimeChoice, TransformType,
 };
 use parking_lot::{Mutex, RwLock};
@@ -244,6 +244,8 @@ pub struct Engine {
     /// number, and a framework making a plan mid-buffer would wait for its own buffer).
     work_sizes: Mutex<FxHashMap<PlanDesc, usize>>,
     library: String,
+    /// The pool's eviction policy (see `interposer_eviction`).
+    eviction: Eviction,
     _server: Option<MetricsServer>,
 }
 
@@ -273,6 +275,20 @@ pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
     made
 }
 
+/// The interposer destroys the least recently used plan first unless `HIPFFT_POOL_EVICTION`
+/// names a policy (`set`). The pool's own default (cost: the cheapest to remake) suits a host
+/// that calls the pool, but a framework under the interposer may keep instantiated graphs
+/// holding a plan's kernels after their launch and update them in place later (MLX 0.32.2's
+/// CUDA backend does), so the plan destroyed should be the one its graphs used longest ago:
+/// MLX's `test_fft.py` at ceilings 26 and 12 passed 7 runs in 7 with LRU and 3 in 9 with cost
+/// eviction (docs/frameworks.md, runs 25 and 26).
+fn interposer_eviction(from_config: Eviction, set: Option<&str>) -> Eviction {
+    match set.filter(|v| !v.is_empty()) {
+        Some(_) => from_config,
+        None => Eviction::Lru,
+    }
+}
+
 fn warn(line: &str) {
     if tracing::dispatcher::has_been_set() {
         tracing::warn!(target: "hipfft_pool::intercept", "{line}");
@@ -283,7 +299,8 @@ fn warn(line: &str) {
 
 impl Engine {
     fn new(flavor: Flavor) -> Result<Engine, Fail> {
-        let (config, warnings) = PoolConfig::from_env();
+        let (mut config, warnings) = PoolConfig::from_env();
+        config.eviction = interposer_eviction(config.eviction, std::env::var("HIPFFT_POOL_EVICTION").ok().as_deref());
         // PoolConfig::from_env logged them through tracing already; a C host sees stderr.
         if !tracing::dispatcher::has_been_set() {
             for w in &warnings {
@@ -377,6 +394,7 @@ impl Engine {
         // `new_shared` starts the warm-up `HIPFFT_POOL_WARMUP` names; the manifest
         // `HIPFFT_POOL_MANIFEST_OUT` names is written by the exit hook (this pool is never
         // dropped).
+        let eviction = config.eviction;
         let pool = PlanPool::new_shared(config, rt.clone()).map_err(|e| Fail::from_pool(&e))?;
         let server = match metrics_addr {
             Some(addr) => match MetricsServer::start(addr, &pool) {
@@ -407,6 +425,7 @@ impl Engine {
             deferred: DeferredReleases::default(),
             work_sizes: Mutex::new(FxHashMap::default()),
             library,
+            eviction,
             _server: server,
         })
     }
@@ -996,6 +1015,7 @@ impl Engine {
             "hits": m.hits,
             "misses": m.misses,
             "evictions": m.evictions,
+            "eviction": self.eviction.name(),
             "ceiling_waits": m.ceiling_waits,
             "ceiling_timeouts": m.ceiling_timeouts,
             "virtual_handles_peak": self.counts.handles_peak.load(Ordering::Relaxed),
@@ -1102,5 +1122,15 @@ mod tests {
         let id = std::process::id();
         assert_eq!(super::per_process_path("/tmp/m-%p.json"), format!("/tmp/m-{id}.json"));
         assert_eq!(super::per_process_path("/tmp/m.json"), "/tmp/m.json");
+    }
+
+    #[test]
+    fn the_interposer_evicts_the_least_recently_used_plan_unless_told_otherwise() {
+        use super::{Eviction, interposer_eviction};
+        assert_eq!(interposer_eviction(Eviction::Cost, None), Eviction::Lru);
+        assert_eq!(interposer_eviction(Eviction::Cost, Some("")), Eviction::Lru);
+        assert_eq!(interposer_eviction(Eviction::Cost, Some("cost")), Eviction::Cost);
+        // A value the pool ignored (with its warning) keeps the pool's choice.
+        assert_eq!(interposer_eviction(Eviction::Cost, Some("lfu")), Eviction::Cost);
     }
 }

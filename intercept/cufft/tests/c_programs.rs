@@ -70,6 +70,7 @@ fn a_hundred_and_twenty_eight_handles_keep_at_most_the_ceiling_alive() {
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "the sim recorded misuse: {m}");
     }
     let m = metrics(&at_exit);
+    assert_eq!(m["eviction"], "lru", "the interposer's default: {m}");
     assert_eq!(get(&m, "virtual_handles_live"), 0, "{m}");
     assert!(get(&m, "live_at_exit") <= 4, "{m}");
     for key in ["hits", "misses", "capacity", "virtual_handles_live"] {
