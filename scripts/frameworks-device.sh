@@ -62,7 +62,7 @@ pre() {
   local name=$1 secs=$2 ceiling=$3; shift 3
   run "$name" "$secs" env LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING="$ceiling" HIPFFT_POOL_CAPACITY="${CAPACITY:-$ceiling}" \
     HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000 HIPFFT_POOL_METRICS_OUT="$logs/$name.metrics.json" "$@"
-  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','capture_residents','capture_resident_limit','captured_on_residents')})" "$logs/$name.metrics.json")"
+  [ -f "$logs/$name.metrics.json" ] && note "  metrics: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print({k: m.get(k) for k in ('peak_live','ceiling','live_at_exit','creations','destroys','hits','misses','virtual_handles_peak','virtual_handles_live','execs','captured_execs','captured_released','capture_misses','capture_policy','sticky_lease_uses','sticky_flushes','own_real_plans_peak','failures','eviction','capture_residents','capture_resident_limit','captured_on_residents')})" "$logs/$name.metrics.json")"
 }
 
 finish() {
@@ -306,6 +306,19 @@ diag)
     # four times at ceiling 26 and three at 12.
     for i in 1 2 3 4; do HIPFFT_POOL_EVICTION=lru pre "lru-c26-$i" 90 26 $t -s; done
     for i in 1 2 3; do HIPFFT_POOL_EVICTION=lru pre "lru-c12-$i" 90 12 $t -s; done
+    ;;
+  final)
+    # The interposer's defaults (auto capture, LRU eviction) with no variable set:
+    # test_fft.py at each ceiling (three times at 12), then the cycle at MLX's cache 128
+    # alternated with native, and at cache 8 (thrash check off) at ceilings 128 and 26.
+    for c in 128 26 12 12 12; do pre "final-c$c-$SECONDS" 90 $c $t -s; done
+    for i in 1 2; do
+      run "final-cycle-native-cache128-$i" 60 $b
+      pre "final-cycle-pool-cache128-$i" 60 128 $b
+    done
+    for c in 128 26; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "final-cycle-pool-cache8-c$c" 60 $c $b
+    done
     ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
