@@ -24,6 +24,9 @@ pub(crate) type Node = Arc<dyn Fn() + Send + Sync + 'static>;
 /// [`Stream::capture_transform`]).
 pub(crate) type IfAlone = Arc<dyn Fn() + Send + Sync + 'static>;
 
+/// A captured node and what to call if it ends up its capture's only node.
+type CapturedNode = (Node, Option<IfAlone>);
+
 struct Progress {
     /// `None` once the stream is destroyed: nothing more may be enqueued.
     tx: Option<Sender<Job>>,
@@ -70,7 +73,7 @@ pub(crate) struct Stream {
     pub device: i32,
     /// The nodes captured so far while a capture is active (`hipStreamBeginCapture`), each
     /// with what to call if it ends up the capture's only node.
-    capture: Mutex<Option<Vec<(Node, Option<IfAlone>)>>>,
+    capture: Mutex<Option<Vec<CapturedNode>>>,
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
