@@ -170,7 +170,7 @@ diag)
     done
     ;;
   proof)
-    # The launch proof (pins of destroyed handles wait for a later capture's host node) with
+    # (Run 10, at a82ce86: the launch proof of that time, since removed.) With
     # `auto` the default: test_fft.py at each ceiling (four times at 12), natively once, and
     # the cycle natively and interposed at MLX caches 128 and 8.
     run proof-native 90 $t

@@ -144,12 +144,12 @@ pub unsafe extern "C" fn release_captured(data: *mut c_void) {
     });
 }
 
-/// Where the leases of an `after-graph` host node go once it ran: the engine's deferred
+/// Where an `after-graph` host node's lease goes once it ran: the engine's deferred
 /// releases. The engine registers itself when it is made (`set_sink`), so this file, below
 /// the engine, never names it.
 pub trait CapturedLeases: Sync {
-    /// An `after-graph` host node ran: its leases wait for an event on `stream`.
-    fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream);
+    /// An `after-graph` host node ran: its lease waits for an event on `stream`.
+    fn ran(&self, lease: Lease, stream: RawStream);
 }
 
 static SINK: std::sync::OnceLock<&'static dyn CapturedLeases> = std::sync::OnceLock::new();
@@ -159,47 +159,48 @@ pub(crate) fn set_sink(sink: &'static dyn CapturedLeases) {
     let _ = SINK.set(sink);
 }
 
-/// The leases of captured executions under `after-graph`, carried by their host node. Like
+/// A captured execution's lease under `after-graph`, carried by its host node. Like
 /// [`CapturedRelease`], the record is never freed once a host node refers to it (a graph may
-/// be launched again); only the first run hands the leases on.
-pub struct LaunchProof {
-    leases: parking_lot::Mutex<Option<Vec<Vec<hipfft_pool::Lease>>>>,
-    stream: hipfft_pool::RawStream,
+/// be launched again); only the first run hands the lease on.
+pub struct AfterGraphRelease {
+    lease: Mutex<Option<Lease>>,
+    stream: RawStream,
 }
 
-impl LaunchProof {
-    /// A record owning `leases`, as a host function's `data` pointer (leaked on purpose).
-    pub fn leak(leases: Vec<Vec<hipfft_pool::Lease>>, stream: hipfft_pool::RawStream) -> *mut c_void {
-        Box::into_raw(Box::new(LaunchProof { leases: parking_lot::Mutex::new(Some(leases)), stream })).cast()
+impl AfterGraphRelease {
+    /// A record owning `lease`, as a host function's `data` pointer (leaked on purpose).
+    pub fn leak(lease: Lease, stream: RawStream) -> *mut c_void {
+        Box::into_raw(Box::new(AfterGraphRelease { lease: Mutex::new(Some(lease)), stream })).cast()
     }
 
-    /// Takes the leases back from a record no host node refers to (the launch failed).
+    /// Takes the lease back from a record no host node refers to (the launch failed).
     ///
     /// # Safety
-    /// `data` came from [`LaunchProof::leak`] and no host node refers to it.
-    pub unsafe fn reclaim(data: *mut c_void) -> Option<Vec<Vec<hipfft_pool::Lease>>> {
+    /// `data` came from [`AfterGraphRelease::leak`] and no host node refers to it.
+    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
         // SAFETY: the caller's promise: the record is ours alone again.
-        let b = unsafe { Box::from_raw(data.cast::<LaunchProof>()) };
-        b.leases.lock().take()
+        let b = unsafe { Box::from_raw(data.cast::<AfterGraphRelease>()) };
+        b.lease.lock().take()
     }
 }
 
-/// `after-graph`'s host node: hands the captured executions' leases to the engine's
-/// deferred releases. Calls no GPU runtime (a lock and a push).
+/// `after-graph`'s host node: hands the captured execution's lease to the engine's deferred
+/// releases. Calls no GPU runtime (a lock and a push).
 ///
 /// # Safety
-/// `data` came from [`LaunchProof::leak`].
-pub unsafe extern "C" fn leases_ran(data: *mut c_void) {
+/// `data` came from [`AfterGraphRelease::leak`].
+pub unsafe extern "C" fn lease_ran(data: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: records are never freed once a host node refers to them.
-        let proof = unsafe { &*data.cast::<LaunchProof>() };
-        let Some(leases) = proof.leases.lock().take() else {
+        let record = unsafe { &*data.cast::<AfterGraphRelease>() };
+        let Some(lease) = record.lease.lock().take() else {
             crate::process::count_captured_rerun();
             return;
         };
         match SINK.get() {
-            Some(sink) => sink.ran(leases, proof.stream),
-            None => std::mem::forget(leases),
+            Some(sink) => sink.ran(lease, record.stream),
+            // No engine cannot happen once a lease exists; keep the plan rather than guess.
+            None => std::mem::forget(lease),
         }
     });
 }

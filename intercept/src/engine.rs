@@ -22,7 +22,7 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{CapturePolicy, LaunchProof, Residents, RunRelease, leases_ran, release_captured};
+use crate::capture::{AfterGraphRelease, CapturePolicy, Residents, RunRelease, lease_ran, release_captured};
 use hipfft_pool::CapturedRelease;
 use crate::codes::{Fail, Flavor, code};
 
@@ -889,14 +889,14 @@ impl Engine {
             }
             self.warn_released_capture();
             if self.run_release == RunRelease::AfterGraph {
-                let data = LaunchProof::leak(vec![vec![lease]], stream);
-                // SAFETY: `data` is never freed once a host node refers to it; `leases_ran`
+                let data = AfterGraphRelease::leak(lease, stream);
+                // SAFETY: `data` is never freed once a host node refers to it; `lease_ran`
                 // may run on any thread and calls no GPU runtime.
-                let call = unsafe { hipfft_pool::HostCall::new(leases_ran, data) };
+                let call = unsafe { hipfft_pool::HostCall::new(lease_ran, data) };
                 // SAFETY: the framework's capturing stream (it was passed to this execution).
                 if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
                     // SAFETY: no host node refers to `data`: the launch failed.
-                    if let Some(lease) = unsafe { LaunchProof::reclaim(data) }.and_then(|mut l| l.pop()).and_then(|mut l| l.pop()) {
+                    if let Some(lease) = unsafe { AfterGraphRelease::reclaim(data) } {
                         self.residents.keep(lease);
                     }
                 }
@@ -950,12 +950,11 @@ impl Engine {
         });
     }
 
-    /// An `after-graph` host node ran (on the runtime's callback thread): its leases wait for
-    /// an event on their stream from now on. Calls no GPU runtime.
-    pub(crate) fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
-        let n = leases.iter().map(Vec::len).sum::<usize>() as u64;
-        self.deferred.lock().extend(leases.into_iter().flatten().map(|l| (l, stream)));
-        crate::process::count_captured_released(n);
+    /// An `after-graph` host node ran (on the runtime's callback thread): its lease waits for
+    /// an event on its stream from now on. Calls no GPU runtime.
+    pub(crate) fn ran(&self, lease: Lease, stream: RawStream) {
+        self.deferred.lock().push((lease, stream));
+        crate::process::count_captured_released(1);
     }
 
     /// The flush hook: every sticky lease goes back, released once its stream's work is done.
@@ -1110,8 +1109,8 @@ fn per_process_path(raw: &str) -> String {
 }
 
 impl crate::capture::CapturedLeases for Engine {
-    fn ran(&self, leases: Vec<Vec<Lease>>, stream: RawStream) {
-        Engine::ran(self, leases, stream)
+    fn ran(&self, lease: Lease, stream: RawStream) {
+        Engine::ran(self, lease, stream)
     }
 }
 

@@ -117,7 +117,7 @@ impl Lease {
     }
 
     /// Another lease on the same plan: the plan stays alive until both are released. A
-    /// holder that keeps a plan for good (the interposer's pinned handles) serves each of
+    /// holder that keeps a plan for good (the interposer's resident plans) serves each of
     /// its executions from it instead of leasing a second plan of the same shape.
     ///
     /// # Examples
