@@ -156,7 +156,7 @@ impl CudaBackend {
     /// Binds the process's cuFFT and a CUDA runtime, resolving every entry point up front:
     /// a missing one is `Error::Unavailable` naming it.
     pub fn load() -> Result<CudaBackend> {
-        let fft_lib = real::fft_library(crate::Flavor::Cufft).map_err(Error::Unavailable)?;
+        let fft_lib = real::fft_library(crate::codes::Flavor::Cufft).map_err(Error::Unavailable)?;
         static CUDART: std::sync::OnceLock<std::result::Result<RealLib, String>> = std::sync::OnceLock::new();
         let rt_lib = CUDART.get_or_init(|| real::open(&real::CUDART)).as_ref().map_err(|e| Error::Unavailable(e.clone()))?;
         let mut missing = Vec::new();

@@ -39,6 +39,21 @@ use crate::process::counts;
 /// An advanced layout: `(inembed, istride, idist, onembed, ostride, odist)`.
 pub type LayoutArgs = (Vec<i64>, i64, i64, Vec<i64>, i64, i64);
 
+/// Reads `len` values from an array argument named `name`; `None` for a null pointer.
+///
+/// # Safety
+/// `ptr` is null or valid for `len` reads of `T`.
+unsafe fn read_array<T: Copy + Into<i64>>(ptr: *const T, len: usize, name: &str) -> Result<Option<Vec<i64>>, Fail> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    if len > 3 {
+        return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {len} is outside 1..=3 (reading `{name}`)")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(Some((0..len).map(|i| unsafe { *ptr.add(i) }.into()).collect()))
+}
+
 /// What a plan call asks for, in the library's terms (`cufftMakePlanMany64`'s arguments).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanRequest {
@@ -80,9 +95,9 @@ impl PlanRequest {
         }
         let r = rank as usize;
         // SAFETY: the caller's contract, for each array.
-        let n = unsafe { crate::read_array(n, r, "n") }?.ok_or_else(|| Fail::invalid("n", "null pointer"))?;
+        let n = unsafe { read_array(n, r, "n") }?.ok_or_else(|| Fail::invalid("n", "null pointer"))?;
         // SAFETY: as above.
-        let (ie, oe) = unsafe { (crate::read_array(inembed, r, "inembed")?, crate::read_array(onembed, r, "onembed")?) };
+        let (ie, oe) = unsafe { (read_array(inembed, r, "inembed")?, read_array(onembed, r, "onembed")?) };
         let layout = match (ie, oe) {
             (Some(ie), Some(oe)) => Some((ie, istride, idist, oe, ostride, odist)),
             _ => None,

@@ -73,21 +73,6 @@ pub unsafe fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(), Fail
     Ok(())
 }
 
-/// Reads `len` values from an array argument named `name`; `None` for a null pointer.
-///
-/// # Safety
-/// `ptr` is null or valid for `len` reads of `T`.
-pub unsafe fn read_array<T: Copy + Into<i64>>(ptr: *const T, len: usize, name: &str) -> Result<Option<Vec<i64>>, Fail> {
-    if ptr.is_null() {
-        return Ok(None);
-    }
-    if len > 3 {
-        return Err(Fail::new(code::INVALID_SIZE, format!("invalid argument `rank`: {len} is outside 1..=3 (reading `{name}`)")));
-    }
-    // SAFETY: the caller's contract.
-    Ok(Some((0..len).map(|i| unsafe { *ptr.add(i) }.into()).collect()))
-}
-
 /// Defines the `hfp_intercept_*` functions both libraries export, in the calling crate
 /// (its own objects are exported; everything linked from archives is hidden by
 /// `--exclude-libs,ALL`, which keeps the pool's `hfp_*` C ABI out of the interposers).
