@@ -158,6 +158,18 @@ diag)
   export DEVICE=gpu MLX_CUDA_FFT_CACHE_SIZE=128
   t="python3 -m pytest -q -p no:cacheprovider test_fft.py"
   b="python3 $dir/run/mlx_cycle_bench.py --shapes $dir/run/probe-shapes.json --cycles 300 --warmup 20"
+  # cycle_runs PREFIX ROUNDS CEILINGS...: the cycle at MLX's cache 128 natively and through
+  # the interposer, ROUNDS times in turn; then at cache 8 (thrash check off) at each ceiling.
+  cycle_runs() {
+    local prefix=$1 rounds=$2 c i; shift 2
+    for i in $(seq "$rounds"); do
+      run "$prefix-cycle-native-cache128-$i" 60 $b
+      pre "$prefix-cycle-pool-cache128-$i" 60 128 $b
+    done
+    for c in "$@"; do
+      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "$prefix-cycle-pool-cache8-c$c" 60 "$c" $b
+    done
+  }
   case ${DIAG:-policies} in
   policies)
     pre diag-c128 90 128 $t
@@ -272,14 +284,8 @@ diag)
     for i in 1 2 3 4 5; do pre "res-c12-auto-$i" 90 12 $t -s; done
     for i in 1 2; do HIPFFT_POOL_CAPTURE=release-on-run pre "res-c12-release-$i" 90 12 $t -s; done
     CAPACITY=12 pre res-cap12-ceil128 90 128 $t -s
-    for i in 1 2 3; do
-      run "res-cycle-native-cache128-$i" 60 $b
-      pre "res-cycle-pool-cache128-$i" 60 128 $b
-    done
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run res-cycle-native-cache8 60 $b --cycles 60
-    for c in 128 26 12; do
-      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "res-cycle-pool-cache8-c$c" 60 $c $b
-    done
+    cycle_runs res 3 128 26 12
     ;;
   graphs)
     # MLX's graph-exec updates carry a destroyed plan's kernels (run 23): test_fft.py at
@@ -290,13 +296,7 @@ diag)
     for i in 1 2 3; do MLX_USE_CUDA_GRAPHS=0 pre "gr-c12-nographs-$i" 90 12 $t -s; done
     pre gr-c12-graphs 90 12 $t -s
     MLX_USE_CUDA_GRAPHS=0 run gr-native-nographs 90 $t -s
-    for i in 1 2 3; do
-      run "gr-cycle-native-cache128-$i" 60 $b
-      pre "gr-cycle-pool-cache128-$i" 60 128 $b
-    done
-    for c in 128 26; do
-      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "gr-cycle-pool-cache8-c$c" 60 $c $b
-    done
+    cycle_runs gr 3 128 26
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 pre gr-cycle-pool-cache8-c12-nographs 60 12 $b
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 MLX_USE_CUDA_GRAPHS=0 run gr-cycle-native-cache8-nographs 60 $b --cycles 60
     ;;
@@ -312,13 +312,7 @@ diag)
     # test_fft.py at each ceiling (three times at 12), then the cycle at MLX's cache 128
     # alternated with native, and at cache 8 (thrash check off) at ceilings 128 and 26.
     for c in 128 26 12 12 12; do pre "final-c$c-$SECONDS" 90 $c $t -s; done
-    for i in 1 2; do
-      run "final-cycle-native-cache128-$i" 60 $b
-      pre "final-cycle-pool-cache128-$i" 60 128 $b
-    done
-    for c in 128 26; do
-      MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 pre "final-cycle-pool-cache8-c$c" 60 $c $b
-    done
+    cycle_runs final 2 128 26
     ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
