@@ -957,9 +957,10 @@ impl Engine {
             warn(&format!(
                 "captured executions beyond the {} resident plans are released when their graph runs, and their plans may \
                  be destroyed afterwards; a framework that keeps instantiated graphs and updates them in place (MLX's CUDA \
-                 backend) can then run a destroyed plan's kernels: give it a ceiling whose resident plans \
-                 (HIPFFT_POOL_CAPTURE_RESIDENTS, a quarter of HIPFFT_POOL_LIVE_CEILING by default) hold its captured \
-                 working set, or turn its graphs off (MLX_USE_CUDA_GRAPHS=0)",
+                 backend) can then run a destroyed plan's kernels. Evicting the least recently used plan first \
+                 (the interposer's default) makes that rare; to rule it out, give the framework a ceiling whose \
+                 resident plans (HIPFFT_POOL_CAPTURE_RESIDENTS, a quarter of HIPFFT_POOL_LIVE_CEILING by default) hold \
+                 its captured working set, or turn its graphs off (MLX_USE_CUDA_GRAPHS=0)",
                 self.residents.limit().min(self.pool.metrics().ceiling)
             ))
         });
