@@ -52,15 +52,6 @@ static double median(double *v, int n) {
 }
 
 /* Input and output extents in floats (a complex value is two). */
-static size_t in_floats(const struct shape *s) {
-  size_t per = s->kind == R2C ? (size_t)s->n : 2 * (size_t)(s->kind == C2R ? s->n / 2 + 1 : s->n);
-  return per * s->batch;
-}
-static size_t out_floats(const struct shape *s) {
-  size_t per = s->kind == C2R ? (size_t)s->n : 2 * (size_t)(s->kind == R2C ? s->n / 2 + 1 : s->n);
-  return per * s->batch;
-}
-
 struct slot {
   const struct shape *s;
   float *host_in, *host_ref, *host_out;
@@ -68,40 +59,6 @@ struct slot {
   size_t work_size;
   cufftHandle h;
 };
-
-/* The reference: each batch's DFT in double precision. */
-static void reference(struct slot *sl) {
-  const struct shape *s = sl->s;
-  int n = s->n, nc = n / 2 + 1;
-  for (int b = 0; b < s->batch; b++) {
-    if (s->kind == C2C || s->kind == R2C) {
-      int m = s->kind == C2C ? n : nc;
-      for (int k = 0; k < m; k++) {
-        double re = 0, im = 0;
-        for (int j = 0; j < n; j++) {
-          double xr = s->kind == C2C ? sl->host_in[2 * ((size_t)b * n + j)] : sl->host_in[(size_t)b * n + j];
-          double xi = s->kind == C2C ? sl->host_in[2 * ((size_t)b * n + j) + 1] : 0;
-          double a = -2 * M_PI * (double)((long long)j * k % n) / n;
-          re += xr * cos(a) - xi * sin(a);
-          im += xr * sin(a) + xi * cos(a);
-        }
-        sl->host_ref[2 * ((size_t)b * m + k)] = (float)re;
-        sl->host_ref[2 * ((size_t)b * m + k) + 1] = (float)im;
-      }
-    } else { /* C2R, unnormalized inverse of a Hermitian half spectrum */
-      const float *X = sl->host_in + 2 * (size_t)b * nc;
-      for (int j = 0; j < n; j++) {
-        double v = X[0];
-        for (int k = 1; k < nc; k++) {
-          double a = 2 * M_PI * (double)((long long)j * k % n) / n;
-          double w = (n % 2 == 0 && k == n / 2) ? 1 : 2;
-          v += w * (X[2 * k] * cos(a) - X[2 * k + 1] * sin(a));
-        }
-        sl->host_ref[(size_t)b * n + j] = (float)v;
-      }
-    }
-  }
-}
 
 static void make_plan(struct slot *sl) {
   const struct shape *s = sl->s;
@@ -120,16 +77,8 @@ static void setup(struct slot *sl, const struct shape *s, unsigned seed) {
   sl->host_in = malloc(ni * 4);
   sl->host_ref = malloc(no * 4);
   sl->host_out = malloc(no * 4);
-  srand(seed);
-  for (size_t i = 0; i < ni; i++) sl->host_in[i] = (float)rand() / RAND_MAX - 0.5f;
-  if (s->kind == C2R) { /* a real signal's spectrum: DC (and Nyquist) real */
-    int nc = s->n / 2 + 1;
-    for (int b = 0; b < s->batch; b++) {
-      sl->host_in[2 * (size_t)b * nc + 1] = 0;
-      if (s->n % 2 == 0) sl->host_in[2 * ((size_t)b * nc + nc - 1) + 1] = 0;
-    }
-  }
-  reference(sl);
+  probe_fill_input(s, sl->host_in, seed);
+  probe_reference(s, sl->host_in, sl->host_ref);
   CK(cudaMalloc((void **)&sl->pristine, ni * 4));
   CK(cudaMalloc((void **)&sl->in, ni * 4));
   CK(cudaMalloc((void **)&sl->out, no * 4));

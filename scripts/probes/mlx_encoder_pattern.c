@@ -56,59 +56,15 @@
 static int opt_cache = 8, opt_extract = 1, opt_update = 1, opt_ops = 20, opt_buffers = 300;
 static int opt_worker = 1, opt_relaxed = 1, opt_extra = 0, opt_keep_one = 0, opt_check = 1, opt_trace = 0;
 
-static size_t in_floats(const struct shape *s) {
-  size_t per = s->kind == R2C ? (size_t)s->n : 2 * (size_t)(s->kind == C2R ? s->n / 2 + 1 : s->n);
-  return per * s->batch;
-}
-static size_t out_floats(const struct shape *s) {
-  size_t per = s->kind == C2R ? (size_t)s->n : 2 * (size_t)(s->kind == R2C ? s->n / 2 + 1 : s->n);
-  return per * s->batch;
-}
 
 /* Per shape: the input (host and a pristine device copy) and its double-precision DFT. */
 struct data { float *host_in, *ref, *pristine; double tol; };
 static struct data DATA[NSHAPES];
 
 static void reference(int si) {
-  const struct shape *s = &SHAPES[si];
   struct data *d = &DATA[si];
-  int n = s->n, nc = n / 2 + 1;
-  double *cs = malloc(sizeof(double) * n), *sn = malloc(sizeof(double) * n);
-  for (int j = 0; j < n; j++) { cs[j] = cos(2 * M_PI * j / n); sn[j] = sin(2 * M_PI * j / n); }
-  double peak = 0;
-  for (int b = 0; b < s->batch; b++) {
-    if (s->kind != C2R) {
-      int m = s->kind == C2C ? n : nc;
-      for (int k = 0; k < m; k++) {
-        double re = 0, im = 0;
-        for (int j = 0; j < n; j++) {
-          double xr = s->kind == C2C ? d->host_in[2 * ((size_t)b * n + j)] : d->host_in[(size_t)b * n + j];
-          double xi = s->kind == C2C ? d->host_in[2 * ((size_t)b * n + j) + 1] : 0;
-          int p = (int)((long long)j * k % n); /* e^{-i 2 pi p / n} */
-          re += xr * cs[p] + xi * sn[p];
-          im += xi * cs[p] - xr * sn[p];
-        }
-        d->ref[2 * ((size_t)b * m + k)] = (float)re;
-        d->ref[2 * ((size_t)b * m + k) + 1] = (float)im;
-        peak = fmax(peak, fmax(fabs(re), fabs(im)));
-      }
-    } else {
-      const float *X = d->host_in + 2 * (size_t)b * nc;
-      for (int j = 0; j < n; j++) {
-        double v = X[0];
-        for (int k = 1; k < nc; k++) {
-          int p = (int)((long long)j * k % n);
-          double w = (n % 2 == 0 && k == n / 2) ? 1 : 2;
-          v += w * (X[2 * k] * cs[p] - X[2 * k + 1] * sn[p]);
-        }
-        d->ref[(size_t)b * n + j] = (float)v;
-        peak = fmax(peak, fabs(v));
-      }
-    }
-  }
-  d->tol = 1e-5 * fmax(1, log2(n)) * fmax(peak, 1e-30);
-  free(cs);
-  free(sn);
+  double peak = probe_reference(&SHAPES[si], d->host_in, d->ref);
+  d->tol = 1e-5 * fmax(1, log2(SHAPES[si].n)) * fmax(peak, 1e-30);
 }
 
 static void setup_data(int si) {
@@ -117,15 +73,7 @@ static void setup_data(int si) {
   size_t ni = in_floats(s), no = out_floats(s);
   d->host_in = malloc(ni * 4);
   d->ref = malloc(no * 4);
-  srand(1000 + si);
-  for (size_t i = 0; i < ni; i++) d->host_in[i] = (float)rand() / RAND_MAX - 0.5f;
-  if (s->kind == C2R) { /* a real signal's spectrum: DC (and Nyquist) real */
-    int nc = s->n / 2 + 1;
-    for (int b = 0; b < s->batch; b++) {
-      d->host_in[2 * (size_t)b * nc + 1] = 0;
-      if (s->n % 2 == 0) d->host_in[2 * ((size_t)b * nc + nc - 1) + 1] = 0;
-    }
-  }
+  probe_fill_input(s, d->host_in, 1000 + si);
   reference(si);
   CK(cudaMalloc((void **)&d->pristine, ni * 4));
   CK(cudaMemcpy(d->pristine, d->host_in, ni * 4, cudaMemcpyHostToDevice));
