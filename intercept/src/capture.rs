@@ -43,7 +43,7 @@
 use std::ffi::c_void;
 
 use hipfft_pool::{CapturedRelease, Lease, PlanDesc, RawStream};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 /// How captured executions hold their plans.
@@ -209,7 +209,9 @@ pub unsafe extern "C" fn lease_ran(data: *mut c_void) {
 /// after it, which a framework may keep in graphs of its own (see the module's comment).
 /// One lease per descriptor; at most `limit` of them.
 pub struct Residents {
-    plans: Mutex<FxHashMap<PlanDesc, Lease>>,
+    /// Read on every call of a capturing framework (`holds`, `lease`), written only when a
+    /// plan becomes resident.
+    plans: RwLock<FxHashMap<PlanDesc, Lease>>,
     /// How many plans `plans` holds, read without the lock: a framework that never captures
     /// pays one atomic load per call for residents.
     len: std::sync::atomic::AtomicUsize,
@@ -218,7 +220,7 @@ pub struct Residents {
 
 impl Residents {
     pub fn new(limit: usize) -> Residents {
-        Residents { plans: Mutex::new(FxHashMap::default()), len: std::sync::atomic::AtomicUsize::new(0), limit }
+        Residents { plans: RwLock::new(FxHashMap::default()), len: std::sync::atomic::AtomicUsize::new(0), limit }
     }
 
     /// `HIPFFT_POOL_CAPTURE_RESIDENTS` under `policy`: for `auto`, a whole number from 0 to the
@@ -263,7 +265,7 @@ impl Residents {
 
     /// Whether a plan for `desc` is resident.
     pub fn holds(&self, desc: &PlanDesc) -> bool {
-        !self.is_empty() && self.plans.lock().contains_key(desc)
+        !self.is_empty() && self.plans.read().contains_key(desc)
     }
 
     /// A lease on the resident plan for `desc`, if there is one.
@@ -271,14 +273,14 @@ impl Residents {
         if self.is_empty() {
             return None;
         }
-        self.plans.lock().get(desc).map(Lease::share)
+        self.plans.read().get(desc).map(Lease::share)
     }
 
     /// Whether `lease`'s plan is resident after this call: it was, or it became so while
     /// there was room under the limit. `false` when its descriptor's resident is another
     /// plan, or the limit is reached.
     pub fn admit(&self, lease: &Lease) -> bool {
-        let mut plans = self.plans.lock();
+        let mut plans = self.plans.write();
         if let Some(r) = plans.get(lease.desc()) {
             return r.plan() == lease.plan();
         }
@@ -290,11 +292,11 @@ impl Residents {
         true
     }
 
-    /// Keeps `lease` for good whatever the limit: its execution was captured alone because no
-    /// host node could be added. A second plan of a descriptor already resident is kept too
+    /// Keeps `lease` for good whatever the limit: its execution was captured and no host node
+    /// could be added after it, so nothing will tell when its graph ran. A second plan of a descriptor already resident is kept too
     /// (never served to later executions).
     pub fn keep(&self, lease: Lease) {
-        let mut plans = self.plans.lock();
+        let mut plans = self.plans.write();
         match plans.get(lease.desc()) {
             Some(r) if r.plan() == lease.plan() => lease.release(),
             Some(_) => std::mem::forget(lease),
@@ -308,7 +310,7 @@ impl Residents {
     /// Lets every resident plan go (an engine of its own being dropped; the process's
     /// engine never is).
     pub fn clear(&self) {
-        let all = std::mem::take(&mut *self.plans.lock());
+        let all = std::mem::take(&mut *self.plans.write());
         self.len.store(0, std::sync::atomic::Ordering::Relaxed);
         // Their executions completed or never will run again: the engine goes.
         all.into_values().for_each(Lease::release);

@@ -295,8 +295,8 @@ pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
 /// that calls the pool, but a framework under the interposer may keep instantiated graphs
 /// holding a plan's kernels after their launch and update them in place later (MLX 0.32.2's
 /// CUDA backend does), so the plan destroyed should be the one its graphs used longest ago:
-/// MLX's `test_fft.py` at ceilings 26 and 12 passed 7 runs in 7 with LRU and 3 in 9 with cost
-/// eviction (docs/frameworks.md, runs 25 and 26).
+/// MLX's `test_fft.py` at ceilings 26 and 12 passed 12 runs in 12 with LRU and 3 in 9 with
+/// cost eviction (docs/frameworks.md, runs 23 to 27).
 fn interposer_eviction(from_config: Eviction, set: Option<&str>) -> Eviction {
     match set.filter(|v| !v.is_empty()) {
         Some(_) => from_config,
@@ -892,9 +892,8 @@ impl Engine {
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
         if capturing {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
-            // With no node after it, the capture may be this one transform alone, which a
-            // framework can copy into graphs of its own and keep instantiated (see
-            // `capture`): only a plan that is never destroyed may run there.
+            // With no node after it nothing tells when the graph ran (or whether it will run
+            // again): only a plan that is never destroyed may run there (see `capture`).
             if self.policy != CapturePolicy::ReleaseOnRun && self.residents.admit(&lease) {
                 self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
                 // The resident lease keeps the plan; this one goes at once (an event on the
@@ -923,8 +922,8 @@ impl Engine {
             let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
             // SAFETY: the framework's capturing stream; `call` as above.
             if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-                // No host node: the capture may hold the transform alone, so its plan stays
-                // for good (beyond the limit: no capture may end up with a plan destroyed).
+                // No host node: nothing will tell when the graph ran, so the plan stays for
+                // good, beyond the limit if need be.
                 // SAFETY: no host node refers to `data`: the launch failed.
                 if let Some(lease) = unsafe { CapturedRelease::reclaim(data) } {
                     self.residents.keep(lease);
