@@ -49,7 +49,7 @@ pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;
 pub use runtime::sim::{SimConfig, SimRuntime};
 pub use runtime::{
-    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// The README's Rust example, compiled and run as a doctest so that it stays true.

@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use hipfft_pool::check::buffer::Stream;
+use hipfft_pool::check::buffer::{DeviceBuffer, Stream};
+use hipfft_pool::check::reference;
 use hipfft_pool::runtime::sim::SimConfig;
-use hipfft_pool::{Error, LiveCeiling, PlanPool, PoolConfig, RawStream};
+use hipfft_pool::{Error, Lease, LiveCeiling, PlanPool, PoolConfig, RawStream, Runtime};
 
 #[test]
 fn a_hit_reuses_the_plan_and_a_release_keeps_it_cached() {
@@ -549,4 +550,75 @@ fn shutdown_destroys_evicted_plans_still_queued_for_the_destroyer() {
     assert!(!report.timed_out, "shutdown waited out its timeout: {report:?}");
     assert_eq!(sim.live_handles(), 0);
     assert_eq!(sim.created_total(), sim.destroyed_total());
+}
+
+/// A transform of `lease` on `stream` with the work area `work` (the caller's, shared
+/// between calls so that the pool can find it already set).
+fn enqueue_with_area(rt: &Arc<dyn Runtime>, lease: &Lease, stream: &Stream, work: &DeviceBuffer, seed: u64) -> Job {
+    let desc = *lease.desc();
+    let direction = direction_for(&desc);
+    let input = reference::random_input(&desc, seed);
+    let d_in = DeviceBuffer::from_host(rt, &input).unwrap();
+    let d_out = DeviceBuffer::new(rt, desc.validate().unwrap().output_bytes).unwrap();
+    // SAFETY: buffers of the pool's runtime sized from the descriptor and the work size; they,
+    // the area and the stream outlive the transform (the caller checks the job before freeing).
+    unsafe { lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), direction, Some(work.ptr())) }.expect("exec");
+    Job { desc, direction, input, d_in, d_out, work: None }
+}
+
+#[test]
+fn an_execution_sets_only_what_its_plan_does_not_carry_and_runs_where_it_was_asked() {
+    // Transforms take long enough that one run on another stream than asked would still be
+    // in flight when the asked stream is synchronized, and read back wrong.
+    let (sim, rt) = sim(SimConfig { exec_latency: Duration::from_millis(20), ..SimConfig::default() });
+    let pool = pool(&rt, 2, 2, Duration::from_secs(5));
+    let (s1, s2) = (Stream::new(&rt).unwrap(), Stream::new(&rt).unwrap());
+    let lease = pool.acquire(&c2c(64, 3)).unwrap();
+    assert!(lease.work_size() > 0);
+    let (w1, w2) = (DeviceBuffer::new(&rt, lease.work_size()).unwrap(), DeviceBuffer::new(&rt, lease.work_size()).unwrap());
+    let calls = || sim.settings_calls();
+
+    // Bound ahead: the executions that match set nothing.
+    let before = calls();
+    // SAFETY: the test's live stream and an area of the plan's work size that outlives the executions.
+    unsafe { lease.bind(Some(s1.raw()), Some(w1.ptr())) }.unwrap();
+    assert_eq!(calls() - before, 2, "the bind sets both");
+    for seed in 0..3 {
+        let before = calls();
+        let job = enqueue_with_area(&rt, &lease, &s1, &w1, seed);
+        assert_eq!(calls(), before, "stream and area were carried");
+        assert!(job.check(&s1) <= 1e-5);
+    }
+    // A bind of what the plan carries calls nothing.
+    let before = calls();
+    // SAFETY: as above.
+    unsafe { lease.bind(Some(s1.raw()), Some(w1.ptr())) }.unwrap();
+    assert_eq!(calls(), before);
+
+    // Another stream and area than the plan carries: the execution sets exactly those.
+    let before = calls();
+    let job = enqueue_with_area(&rt, &lease, &s2, &w2, 7);
+    assert_eq!(calls() - before, 2);
+    assert!(job.check(&s2) <= 1e-5, "the transform ran on the stream it was asked for");
+    // Bound to one stream, executed on another: the execution sets the stream only.
+    // SAFETY: as above.
+    unsafe { lease.bind(Some(s1.raw()), None) }.unwrap();
+    let before = calls();
+    let job = enqueue_with_area(&rt, &lease, &s2, &w2, 8);
+    assert_eq!(calls() - before, 1);
+    assert!(job.check(&s2) <= 1e-5);
+
+    // A null area is refused by name; a zero-size plan is bound no area.
+    // SAFETY: the null pointer is refused before any call.
+    let err = unsafe { lease.bind(None, Some(hipfft_pool::DevicePtr::NULL)) }.unwrap_err();
+    assert!(err.to_string().contains("work_area"), "{err}");
+    lease.release();
+    let tiny = pool.acquire(&c2c(8, 1)).unwrap();
+    assert_eq!(tiny.work_size(), 0);
+    let before = calls();
+    // SAFETY: as above (the area is never set on a plan that needs none).
+    unsafe { tiny.bind(None, Some(w1.ptr())) }.unwrap();
+    assert_eq!(calls(), before);
+    tiny.release();
+    assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }

@@ -276,10 +276,28 @@ impl Residents {
         self.plans.read().get(desc).map(Lease::share)
     }
 
+    /// Runs `f` on the resident lease for `desc`; whether there was one.
+    pub fn with(&self, desc: &PlanDesc, f: impl FnOnce(&Lease)) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        match self.plans.read().get(desc) {
+            Some(l) => {
+                f(l);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether `lease`'s plan is resident after this call: it was, or it became so while
     /// there was room under the limit. `false` when its descriptor's resident is another
     /// plan, or the limit is reached.
     pub fn admit(&self, lease: &Lease) -> bool {
+        // Every captured execution of a resident plan asks: a read lock answers it.
+        if let Some(r) = self.plans.read().get(lease.desc()) {
+            return r.plan() == lease.plan();
+        }
         let mut plans = self.plans.write();
         if let Some(r) = plans.get(lease.desc()) {
             return r.plan() == lease.plan();

@@ -16,7 +16,7 @@
 use std::ffi::{CStr, c_int, c_longlong, c_uint, c_void};
 
 use hipfft_pool::{
-    Api, CreatedPlan, DevicePtr, Direction, HostCall, Error, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Result, Runtime,
+    Api, CreatedPlan, DevicePtr, Direction, HostCall, Error, PlanDesc, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Result, Runtime,
     RuntimeCode, RuntimeInfo, RuntimeKind, TransformType,
 };
 
@@ -385,11 +385,28 @@ unsafe impl Runtime for CudaBackend {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
+        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract.
+        unsafe { self.plan_exec_bound(plan, transform, s, work_area, input, output, direction, Rebind::ALL) }
+    }
+
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        s: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
         let h = handle(plan);
         let _inside = crate::entry::Inside::enter();
-        // SAFETY: a live handle of this library (the pool leases it to exactly one caller).
-        Self::cufft("cufftSetStream", unsafe { (self.fft.set_stream)(h, stream(s)) })?;
-        if let Some(w) = work_area {
+        if rebind.stream {
+            // SAFETY: a live handle of this library (the pool leases it to exactly one caller).
+            Self::cufft("cufftSetStream", unsafe { (self.fft.set_stream)(h, stream(s)) })?;
+        }
+        if let Some(w) = work_area.filter(|_| rebind.work_area) {
             // SAFETY: as above; the area holds the plan's work size (the lease checked it).
             Self::cufft("cufftSetWorkArea", unsafe { (self.fft.set_work_area)(h, w.as_ptr()) })?;
         }
@@ -406,6 +423,20 @@ unsafe impl Runtime for CudaBackend {
             }
         };
         Self::cufft(call, r)
+    }
+
+    unsafe fn plan_bind(&self, plan: RawPlan, s: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        let h = handle(plan);
+        let _inside = crate::entry::Inside::enter();
+        if let Some(s) = s {
+            // SAFETY: a live handle of this library (the pool's, bound under its exec lock).
+            Self::cufft("cufftSetStream", unsafe { (self.fft.set_stream)(h, stream(s)) })?;
+        }
+        if let Some(w) = work_area {
+            // SAFETY: as above; the area holds the plan's work size (the caller's contract).
+            Self::cufft("cufftSetWorkArea", unsafe { (self.fft.set_work_area)(h, w.as_ptr()) })?;
+        }
+        Ok(true)
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {

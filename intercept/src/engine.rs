@@ -676,6 +676,7 @@ impl Engine {
         let mut s = v.settings.lock();
         s.work_area = (!area.is_null()).then_some(area);
         self.prepare(&mut s);
+        self.bind_ahead(&s, None, s.work_area);
         Ok(())
     }
 
@@ -687,7 +688,39 @@ impl Engine {
             s.stream_registered = false;
         }
         self.prepare(&mut s);
+        self.bind_ahead(&s, Some(stream), None);
         Ok(())
+    }
+
+    /// Passes what the framework just set on to the real plan its next execution will take
+    /// (the same order as `exec`: sticky, resident, prepared), when one is known now. A
+    /// framework sets stream and work area before a graph capture and executes inside it
+    /// (MLX): the capture then holds the transform's call alone, as it would natively,
+    /// instead of two more library calls before it. The execution sets whatever still
+    /// differs, so a bind that fails or finds no lease costs nothing but itself.
+    fn bind_ahead(&self, s: &Settings, stream: Option<RawStream>, area: Option<DevicePtr>) {
+        let Some(desc) = s.desc else { return };
+        let bind = |lease: &Lease| {
+            // An area sized by the plan call's report, too small for this real plan, is
+            // refused by the execution; it is never bound.
+            if area.is_some() && lease.work_size() > s.work_size {
+                return;
+            }
+            // SAFETY: the stream and area the framework passed to SetStream/SetWorkArea for
+            // this handle: live (and of the reported work size) by the library's contract
+            // for the executions that follow; the next execution passes its own anyway.
+            let _ = unsafe { lease.bind(stream, area) };
+        };
+        match &s.sticky {
+            Some(l) if s.sticky_stream == s.stream => bind(l),
+            _ => {
+                if !self.residents.with(&desc, bind) {
+                    if let Some(l) = &s.prepared {
+                        bind(l);
+                    }
+                }
+            }
+        }
     }
 
     /// Takes the lease for the handle's next execution now, while the stream is not
@@ -695,7 +728,8 @@ impl Engine {
     /// Frameworks set the stream (and work area) right before each execution; at most half
     /// the ceiling is held this way at once.
     fn prepare(&self, s: &mut Settings) {
-        if matches!(self.capturing(s.stream), Ok(false)) {
+        // Asked only when something waits: a call per SetStream is a driver call.
+        if !self.deferred.looks_empty() && matches!(self.capturing(s.stream), Ok(false)) {
             self.drain_deferred(Some(s.stream));
         }
         let Some(desc) = s.desc else { return };

@@ -158,6 +158,13 @@ macro_rules! export_common {
             $crate::sim_count(|s| s.violations().len())
         }
 
+        /// long hfp_intercept_sim_settings_calls(void): SetStream and SetWorkArea calls the
+        /// simulated runtime's plans received; -1 off the sim.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_settings_calls() -> ::std::ffi::c_long {
+            $crate::sim_count(|s| s.settings_calls() as usize)
+        }
+
         /// int hfp_intercept_write_metrics(const char *path): the metrics JSON, now.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn hfp_intercept_write_metrics(path: *const ::std::ffi::c_char) -> ::std::ffi::c_int {

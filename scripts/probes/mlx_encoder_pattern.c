@@ -55,6 +55,11 @@
 
 static int opt_cache = 8, opt_extract = 1, opt_update = 1, opt_ops = 20, opt_buffers = 300;
 static int opt_worker = 1, opt_relaxed = 1, opt_extra = 0, opt_keep_one = 0, opt_check = 1, opt_trace = 0;
+/* --set-inside 1: cufftSetStream and cufftSetWorkArea inside the capture, right before the
+ * execution (what an interposer that binds the real plan at execution does); --typed 1: the
+ * typed cufftExec* instead of cufftXtExec. */
+static int opt_set_inside = 0, opt_typed = 0;
+static long kernel_nodes = 0, child_graphs = 0;
 
 
 /* Per shape: the input (host and a pristine device copy) and its double-precision DFT. */
@@ -249,6 +254,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--keep-one")) opt_keep_one = v;
     else if (!strcmp(argv[i], "--check")) opt_check = v;
     else if (!strcmp(argv[i], "--trace")) opt_trace = v;
+    else if (!strcmp(argv[i], "--set-inside")) opt_set_inside = v;
+    else if (!strcmp(argv[i], "--typed")) opt_typed = v;
     else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
   if (opt_ops < 1 || opt_ops > MAX_OPS) { fprintf(stderr, "--ops: 1 to %d\n", MAX_OPS); return 2; }
@@ -322,11 +329,20 @@ int main(int argc, char **argv) {
       b->shapes[i] = si;
       struct plan p = get_plan(si, st);
       b->plan_handles[i] = p.h;
-      FK(cufftSetStream(p.h, st));
-      FK(cufftSetWorkArea(p.h, b->work[i]));
+      if (!opt_set_inside) {
+        FK(cufftSetStream(p.h, st));
+        FK(cufftSetWorkArea(p.h, b->work[i]));
+      }
       int dir = SHAPES[si].kind == C2R ? CUFFT_INVERSE : CUFFT_FORWARD;
       CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      FK(cufftXtExec(p.h, b->in[i], b->out[i], dir));
+      if (opt_set_inside) {
+        FK(cufftSetStream(p.h, st));
+        FK(cufftSetWorkArea(p.h, b->work[i]));
+      }
+      if (!opt_typed) FK(cufftXtExec(p.h, b->in[i], b->out[i], dir));
+      else if (SHAPES[si].kind == R2C) FK(cufftExecR2C(p.h, (cufftReal *)b->in[i], (cufftComplex *)b->out[i]));
+      else if (SHAPES[si].kind == C2R) FK(cufftExecC2R(p.h, (cufftComplex *)b->in[i], (cufftReal *)b->out[i]));
+      else FK(cufftExecC2C(p.h, (cufftComplex *)b->in[i], (cufftComplex *)b->out[i], dir));
       if (opt_extra == 1) CK(cudaEventRecordWithFlags(extra_event, st, cudaEventRecordExternal));
       if (opt_extra == 2) CK(cudaMemsetAsync(scratch, 0, 4, st));
       if (opt_extra == 3) CK(cudaLaunchHostFunc(st, noop_host, NULL));
@@ -346,9 +362,11 @@ int main(int argc, char **argv) {
         last_func[si] = f;
         DK(cuGraphAddKernelNode((CUgraphNode *)&node, (CUgraph)graph, NULL, 0, &params));
         key[kl++] = 'K';
+        kernel_nodes++;
       } else {
         CK(cudaGraphAddChildGraphNode(&node, graph, NULL, 0, g));
         key[kl++] = 'G';
+        child_graphs++;
       }
       CK(cudaGraphDestroy(g));
     }
@@ -430,7 +448,8 @@ int main(int argc, char **argv) {
   printf("DETAIL failed updates by cudaGraphExecUpdateResult:");
   for (int k = 0; k < 16; k++)
     if (update_reasons[k]) printf(" %d:%ld", k, update_reasons[k]);
-  printf("; a shape's lone kernel with its previous plan's function %ld times, a new function %ld times\n",
-         func_same_shape, func_new_shape);
+  printf("; a shape's lone kernel with its previous plan's function %ld times, a new function %ld times; "
+         "captures copied as a kernel node %ld, as a child graph %ld; set-inside %d typed %d\n",
+         func_same_shape, func_new_shape, kernel_nodes, child_graphs, opt_set_inside, opt_typed);
   return wrong_ops ? 3 : 0;
 }

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
 use crate::runtime::decorator::Decorator;
-use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime};
+use crate::runtime::boundary::{CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime};
 
 /// Handle counts at the runtime boundary.
 #[derive(Debug, Default)]
@@ -170,9 +170,25 @@ unsafe impl Decorator for AuditedRuntime {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
+        // SAFETY: the caller upholds `plan_exec`'s contract, which is `plan_exec_bound`'s
+        // with everything set.
+        unsafe { Decorator::plan_exec_bound(self, plan, transform, stream, work_area, input, output, direction, Rebind::ALL) }
+    }
+
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
         let _in = Inside::enter(&self.counts.in_exec);
-        // SAFETY: the caller upholds `plan_exec`'s contract; the arguments pass unchanged.
-        unsafe { self.inner.plan_exec(plan, transform, stream, work_area, input, output, direction) }?;
+        // SAFETY: the caller upholds `plan_exec_bound`'s contract; the arguments pass unchanged.
+        unsafe { self.inner.plan_exec_bound(plan, transform, stream, work_area, input, output, direction, rebind) }?;
         if !self.check_pending {
             return Ok(());
         }

@@ -20,7 +20,7 @@ use crate::pool::ceiling::LiveCeiling;
 use crate::pool::completion::Completes;
 use crate::pool::device::{CeilingPlan, Device};
 use crate::pool::lease_state::{LeaseState, Released, Stripe};
-use crate::runtime::boundary::{RawEvent, RawPlan, RawStream, Runtime, with_device};
+use crate::runtime::boundary::{DevicePtr, RawEvent, RawPlan, RawStream, Rebind, Runtime, with_device};
 use crate::sync::channel::Sender;
 use crate::sync::stat::AtomicU64;
 use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
@@ -303,8 +303,36 @@ pub(crate) struct PlanEntry {
     pub prior_uses: u64,
     /// GreedyDual's inflation when it was last used, as `f64` bits.
     pub base: AtomicU64,
-    /// Set-stream, set-work-area and exec of one plan must not interleave between threads.
-    pub exec_lock: parking::Mutex<()>,
+    /// Set-stream, set-work-area and exec of one plan must not interleave between threads;
+    /// the lock holds what the plan carries (set under it).
+    pub exec_lock: parking::Mutex<Carried>,
+}
+
+/// The stream and work area a real plan carries (a plan keeps them until they are set
+/// again), `None` where not known: an execution sets only what differs
+/// ([`Runtime::plan_exec_bound`]), and a framework that sets them outside a graph capture
+/// leaves only the execution itself inside it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Carried {
+    pub stream: Option<RawStream>,
+    pub work_area: Option<DevicePtr>,
+}
+
+impl Carried {
+    /// What an execution on `stream` with `work_area` must set first.
+    pub(crate) fn rebind(&self, stream: RawStream, work_area: Option<DevicePtr>) -> Rebind {
+        Rebind { stream: self.stream != Some(stream), work_area: work_area.is_some() && self.work_area != work_area }
+    }
+
+    /// After a successful execution or bind that set (or found) these.
+    pub(crate) fn record(&mut self, stream: Option<RawStream>, work_area: Option<DevicePtr>) {
+        if stream.is_some() {
+            self.stream = stream;
+        }
+        if work_area.is_some() {
+            self.work_area = work_area;
+        }
+    }
 }
 
 impl PlanEntry {

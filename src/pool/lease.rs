@@ -258,18 +258,83 @@ impl Lease {
     ) -> Result<()> {
         let e = &*self.entry;
         let rt = &*e.core.runtime;
-        let _serial = e.exec_lock.lock();
+        let mut carried = e.exec_lock.lock();
         let _call = e.core.watchdog.enter(crate::observe::watchdog::CallKind::Exec, &e.desc, &e.dev.ceiling);
+        let rebind = carried.rebind(stream, area);
         // SAFETY: the plan is live while this lease is held, made for its transform, and
-        // `exec_lock` keeps other threads out; the caller vouched for stream and buffers.
+        // `exec_lock` keeps other threads out; the caller vouched for stream and buffers;
+        // what `rebind` skips, the plan carries (`Carried`, kept under the same lock).
         let r = with_device(rt, e.desc.device, || unsafe {
-            rt.plan_exec(e.plan, e.desc.transform, stream, area, input, output, direction)
+            rt.plan_exec_bound(e.plan, e.desc.transform, stream, area, input, output, direction, rebind)
         });
         match r {
-            Ok(()) => self.last_stream.store(stream.0, Ordering::Relaxed),
-            Err(_) => Counters::bump(&e.dev.counters.exec_failures),
+            Ok(()) => {
+                carried.record(Some(stream), area);
+                self.last_stream.store(stream.0, Ordering::Relaxed)
+            }
+            Err(_) => {
+                // A failed call may have set either: know nothing.
+                *carried = Default::default();
+                Counters::bump(&e.dev.counters.exec_failures)
+            }
         }
         r
+    }
+
+    /// Sets the stream (and work area) the plan's next executions run on, ahead of them:
+    /// an execution that finds them set makes only the transform's call. What the plan
+    /// already carries is not set again. A framework that sets both before a graph capture
+    /// and executes inside it thus captures what it would natively. A zero-size plan takes
+    /// no work area.
+    ///
+    /// # Safety
+    /// `stream`, when given, is a live stream of the plan's device; `work_area`, when given,
+    /// is device memory of at least [`Lease::work_size`] bytes that stays allocated while an
+    /// execution that uses it is pending (an execution passes its own area anyway).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{Direction, PlanDesc, PlanPool, PoolConfig, RawStream, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
+    /// # let pool = PlanPool::new(config, runtime.clone())?;
+    /// let desc = PlanDesc::new(TransformType::C2C, &[64], 1);
+    /// let lease = pool.acquire(&desc)?;
+    /// let buf = runtime.malloc(64 * 8)?;
+    /// let work = runtime.malloc(lease.work_size().max(1))?;
+    /// // SAFETY: the null stream; `work` holds the plan's work size and outlives the execution.
+    /// unsafe { lease.bind(Some(RawStream::NULL), Some(work))? };
+    /// // SAFETY: `buf` holds the transform in place; the area is the one bound.
+    /// unsafe { lease.exec(RawStream::NULL, buf, buf, Direction::Forward, Some(work))? };
+    /// # unsafe { runtime.stream_synchronize(RawStream::NULL)?; runtime.free(buf)?; runtime.free(work)?; }
+    /// # lease.release();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub unsafe fn bind(&self, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<()> {
+        let e = &*self.entry;
+        if work_area.is_some_and(|w| w.is_null()) {
+            return Err(Error::invalid_argument("work_area", "null device pointer"));
+        }
+        let mut carried = e.exec_lock.lock();
+        let stream = stream.filter(|s| carried.stream != Some(*s));
+        let work_area = work_area.filter(|w| e.work_size > 0 && carried.work_area != Some(*w));
+        if stream.is_none() && work_area.is_none() {
+            return Ok(());
+        }
+        let rt = &*e.core.runtime;
+        // SAFETY: the plan is live while this lease is held and `exec_lock` keeps other
+        // threads out; the caller vouched for the stream and the area's size and life.
+        match with_device(rt, e.desc.device, || unsafe { rt.plan_bind(e.plan, stream, work_area) }) {
+            Ok(true) => carried.record(stream, work_area),
+            Ok(false) => {}
+            Err(err) => {
+                *carried = Default::default();
+                return Err(err);
+            }
+        }
+        Ok(())
     }
 
     /// Bytes the input buffer of one execution spans (what a scratch copy needs).

@@ -948,7 +948,7 @@ impl PlanPool {
             creation_us: took.as_secs_f64() * 1e6,
             prior_uses,
             base: AtomicU64::new(base.to_bits()),
-            exec_lock: parking::Mutex::new(()),
+            exec_lock: parking::Mutex::new(Default::default()),
         });
         let mut victims = Vec::new();
         let shut_down = {

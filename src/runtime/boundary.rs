@@ -100,6 +100,23 @@ pub struct CreatedPlan {
     pub work_size: usize,
 }
 
+/// Which of a plan's two settings an execution sets first ([`Runtime::plan_exec_bound`]):
+/// the plan carries the others from an earlier call. A plan keeps one stream and one work
+/// area until they are set again, so a caller that knows what it carries skips the calls
+/// that would set the same values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rebind {
+    /// Call `hipfftSetStream` first.
+    pub stream: bool,
+    /// Call `hipfftSetWorkArea` first (when a work area is given).
+    pub work_area: bool,
+}
+
+impl Rebind {
+    /// Set both, as [`Runtime::plan_exec`] does.
+    pub const ALL: Rebind = Rebind { stream: true, work_area: true };
+}
+
 /// Which runtime a value came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -219,6 +236,47 @@ pub unsafe trait Runtime: Send + Sync + 'static {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()>;
+
+    /// [`Runtime::plan_exec`] that sets the stream only when `rebind.stream` and the work
+    /// area only when `rebind.work_area`: the plan already carries the others, as an earlier
+    /// `plan_exec`, `plan_exec_bound` or [`Runtime::plan_bind`] set them. The default sets both
+    /// ([`Runtime::plan_exec`]); a runtime that overrides this overrides `plan_bind` too.
+    ///
+    /// # Safety
+    /// [`Runtime::plan_exec`]'s contract; and where `rebind` skips a setting, the plan
+    /// carries `stream` (and `work_area`, when given) already.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
+        let _ = rebind;
+        // SAFETY: the caller upholds `plan_exec`'s contract.
+        unsafe { self.plan_exec(plan, transform, stream, work_area, input, output, direction) }
+    }
+
+    /// `hipfftSetStream` when `stream` is given, then `hipfftSetWorkArea` when `work_area`
+    /// is, with no execution: what the plan's next executions run on, set ahead of them (a
+    /// framework sets both outside a graph capture and executes inside it). Returns whether
+    /// the plan now carries them; the default sets nothing and returns `false` (its
+    /// `plan_exec_bound` sets both at every execution).
+    ///
+    /// # Safety
+    /// `plan` is a live plan of this runtime on the current device, and no other thread is
+    /// inside `plan_exec`, `plan_exec_bound` or `plan_bind` for it; `stream` is a live stream
+    /// of the current device; `work_area` is a device range of the plan's work size (never
+    /// null) that stays allocated while an execution that uses it is pending.
+    unsafe fn plan_bind(&self, plan: RawPlan, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        let _ = (plan, stream, work_area);
+        Ok(false)
+    }
 
     /// `hipfftDestroy`. May block: it can reach `hipFree`, which synchronizes the device.
     ///

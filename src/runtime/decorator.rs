@@ -5,7 +5,9 @@
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
-use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+use crate::runtime::boundary::{
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
+};
 
 /// One list of the trait's calls makes both the forwarding defaults and the blanket impl,
 /// so a call added to `Runtime` and not here fails to compile. The `unsafe` list holds the
@@ -93,6 +95,18 @@ decorator! {
             output: DevicePtr,
             direction: Direction
         ) -> Result<()>;
+        fn plan_exec_bound(
+            &self,
+            plan: RawPlan,
+            transform: TransformType,
+            stream: RawStream,
+            work_area: Option<DevicePtr>,
+            input: DevicePtr,
+            output: DevicePtr,
+            direction: Direction,
+            rebind: Rebind
+        ) -> Result<()>;
+        fn plan_bind(&self, plan: RawPlan, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool>;
         fn plan_destroy(&self, plan: RawPlan) -> Result<()>;
         fn event_record(&self, event: RawEvent, stream: RawStream) -> Result<()>;
         fn event_query(&self, event: RawEvent) -> Result<bool>;

@@ -35,6 +35,6 @@ pub mod select;
 pub mod sim;
 
 pub use boundary::{
-    CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, HostCall, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo,
+    CreatedPlan, DEVICE_SCHEDULE_BLOCKING_SYNC, HostCall, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo,
     RuntimeKind, with_device,
 };

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
 use crate::runtime::boundary::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo,
+    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo,
     RuntimeKind,
 };
 
@@ -90,6 +90,22 @@ unsafe impl Runtime for NullRuntime {
         _direction: Direction,
     ) -> Result<()> {
         Ok(())
+    }
+    unsafe fn plan_exec_bound(
+        &self,
+        _plan: RawPlan,
+        _transform: TransformType,
+        _stream: RawStream,
+        _work_area: Option<DevicePtr>,
+        _input: DevicePtr,
+        _output: DevicePtr,
+        _direction: Direction,
+        _rebind: Rebind,
+    ) -> Result<()> {
+        Ok(())
+    }
+    unsafe fn plan_bind(&self, _plan: RawPlan, _stream: Option<RawStream>, _work_area: Option<DevicePtr>) -> Result<bool> {
+        Ok(true)
     }
     unsafe fn plan_destroy(&self, _plan: RawPlan) -> Result<()> {
         Ok(())

@@ -82,5 +82,6 @@ int hfp_intercept_sim_end_capture(void *stream, void **graph);
 int hfp_intercept_sim_graph_launch(void *graph, void *stream);
 void hfp_intercept_sim_graph_destroy(void *graph);
 long hfp_intercept_sim_violations(void);
+long hfp_intercept_sim_settings_calls(void);
 
 #endif

@@ -605,10 +605,15 @@ static void mlx_step(mlx_plan *p, void *stream, float *in, float *out, mlx_buffe
   void *ws = p->ws ? malloc(p->ws) : NULL;
   if (ws) cb->temps[cb->ntemps++] = ws;
   OK(FFT(SetWorkArea)(p->h, ws));
+  long settings = hfp_intercept_sim_settings_calls();
   CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin capture");
   CHECK(FFT(XtExec)(p->h, in, out, DIR_FORWARD) == R_SUCCESS, "captured XtExec n=%d batch=%d", p->n, p->batch);
   void *graph = NULL;
   CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "end capture");
+  /* Stream and area were passed on to the real plan when they were set, outside the capture,
+   * as natively: the capture holds the transform alone. */
+  CHECK(hfp_intercept_sim_settings_calls() == settings, "n=%d batch=%d: %ld SetStream/SetWorkArea calls inside the capture",
+        p->n, p->batch, hfp_intercept_sim_settings_calls() - settings);
   cb->graphs[cb->ngraphs++] = graph;
 }
 

@@ -20,7 +20,7 @@ pub use result::cuda_code;
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::{Error, Result};
 use crate::runtime::boundary::{
-    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// The cuFFT runtime. Cheap to create more than once: loading happens once per process.
@@ -151,16 +151,47 @@ unsafe impl Runtime for CudaRuntime {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
-        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract, which
+        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract.
+        unsafe { self.plan_exec_bound(plan, transform, stream, work_area, input, output, direction, Rebind::ALL) }
+    }
+
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
+        // SAFETY: the caller upholds `Runtime::plan_exec_bound`'s contract, which
         // covers each cuFFT call's (live plan of `transform`, live stream, buffers and work
-        // area of the plan's sizes kept until completion).
+        // area of the plan's sizes kept until completion; what is skipped the plan carries).
         unsafe {
-            result::cufft_set_stream(plan, stream)?;
-            if let Some(work) = work_area {
+            if rebind.stream {
+                result::cufft_set_stream(plan, stream)?;
+            }
+            if let Some(work) = work_area.filter(|_| rebind.work_area) {
                 result::cufft_set_work_area(plan, work)?;
             }
             result::cufft_exec(plan, transform, input, output, direction.raw())
         }
+    }
+
+    unsafe fn plan_bind(&self, plan: RawPlan, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        // SAFETY: the caller upholds `Runtime::plan_bind`'s contract (live plan and stream,
+        // an area of the plan's work size).
+        unsafe {
+            if let Some(s) = stream {
+                result::cufft_set_stream(plan, s)?;
+            }
+            if let Some(work) = work_area {
+                result::cufft_set_work_area(plan, work)?;
+            }
+        }
+        Ok(true)
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {

@@ -11,7 +11,7 @@ use super::sys::{self, HipLib, HipfftLib, hipEvent_t, hipStream_t, hipfftHandle}
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::{Error, Result};
 use crate::runtime::boundary::{
-    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind,
+    CreatedPlan, DevicePtr, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
 };
 
 /// hipFFT and the HIP runtime, loaded at run time.
@@ -277,13 +277,31 @@ unsafe impl Runtime for HipRuntime {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
+        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract.
+        unsafe { self.plan_exec_bound(plan, transform, stream_, work_area, input, output, direction, Rebind::ALL) }
+    }
+
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream_: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
         let h = handle(plan);
         let (i, o) = (input.as_ptr::<c_void>(), output.as_ptr::<c_void>());
-        // SAFETY: the caller upholds `Runtime::plan_exec`'s contract: a live plan made for
-        // `transform`, a live stream, buffers and work area of the plan's sizes.
+        // SAFETY: the caller upholds `Runtime::plan_exec_bound`'s contract: a live plan made
+        // for `transform`, a live stream, buffers and work area of the plan's sizes (what is
+        // skipped, the plan carries).
         unsafe {
-            result::set_stream(&self.fft, h, stream(stream_))?;
-            if let Some(area) = work_area {
+            if rebind.stream {
+                result::set_stream(&self.fft, h, stream(stream_))?;
+            }
+            if let Some(area) = work_area.filter(|_| rebind.work_area) {
                 result::set_work_area(&self.fft, h, area.as_ptr())?;
             }
             match transform {
@@ -295,6 +313,21 @@ unsafe impl Runtime for HipRuntime {
                 TransformType::Z2D => result::exec_z2d(&self.fft, h, i, o),
             }
         }
+    }
+
+    unsafe fn plan_bind(&self, plan: RawPlan, stream_: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        let h = handle(plan);
+        // SAFETY: the caller upholds `Runtime::plan_bind`'s contract (live plan and stream, an
+        // area of the plan's work size).
+        unsafe {
+            if let Some(s) = stream_ {
+                result::set_stream(&self.fft, h, stream(s))?;
+            }
+            if let Some(area) = work_area {
+                result::set_work_area(&self.fft, h, area.as_ptr())?;
+            }
+        }
+        Ok(true)
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {

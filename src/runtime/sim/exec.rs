@@ -10,7 +10,7 @@ use super::fft::{self, Buffers};
 use super::plan::{Lookup, PlanRecord};
 use crate::desc::{Direction, TransformType};
 use crate::error::{Error, Result, hipfft_result as code};
-use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream};
+use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, Rebind};
 
 /// The `hipfftExec*` entry point for `t`.
 pub(crate) fn exec_call(t: TransformType) -> &'static str {
@@ -24,10 +24,10 @@ pub(crate) fn exec_call(t: TransformType) -> &'static str {
     }
 }
 
-/// Marks a thread inside `plan_exec` for one plan.
-struct Inside<'a>(&'a PlanRecord);
+/// Marks a thread inside `plan_exec` or `plan_bind` for one plan.
+struct InsideCount(Arc<PlanRecord>);
 
-impl Drop for Inside<'_> {
+impl Drop for InsideCount {
     fn drop(&mut self) {
         self.0.inside.fetch_sub(1, Ordering::SeqCst);
     }
@@ -51,6 +51,8 @@ pub(crate) struct ExecArgs {
     pub input: DevicePtr,
     pub output: DevicePtr,
     pub direction: Direction,
+    /// Which settings the call sets first; the others the plan must carry already.
+    pub rebind: Rebind,
 }
 
 impl SimRuntime {
@@ -60,55 +62,98 @@ impl SimRuntime {
         fft_err(call, value)
     }
 
-    pub(super) fn exec_plan(&self, a: ExecArgs) -> Result<()> {
-        let plan = match self.plans.lookup(a.plan) {
+    /// The live plan `raw`, marked as used by this thread (a second thread inside a call on
+    /// the same plan is recorded: hipFFT's plans are not thread-safe).
+    fn enter_plan(&self, raw: RawPlan, what: &str) -> Result<(Arc<PlanRecord>, InsideCount)> {
+        let plan = match self.plans.lookup(raw) {
             Lookup::Live(p) => p,
             Lookup::Destroyed => {
-                return Err(self.misuse(
-                    "hipfftSetStream",
-                    code::INVALID_PLAN,
-                    format!("exec on a destroyed plan {:#x}", a.plan.0),
-                ));
+                return Err(self.misuse("hipfftSetStream", code::INVALID_PLAN, format!("{what} on a destroyed plan {:#x}", raw.0)));
             }
             Lookup::Unknown => {
-                return Err(self.misuse(
-                    "hipfftSetStream",
-                    code::INVALID_PLAN,
-                    format!("exec on an unknown plan {:#x}", a.plan.0),
-                ));
+                return Err(self.misuse("hipfftSetStream", code::INVALID_PLAN, format!("{what} on an unknown plan {:#x}", raw.0)));
             }
         };
         if plan.inside.fetch_add(1, Ordering::SeqCst) > 0 {
-            self.log.record(format!("set-stream/set-work-area/exec interleaved on plan {:#x}", a.plan.0));
+            self.log.record(format!("set-stream/set-work-area/exec interleaved on plan {:#x}", raw.0));
         }
-        let _inside = Inside(&plan);
-        let p = a.plan.0;
+        Ok((plan.clone(), InsideCount(plan)))
+    }
+
+    /// The stream `raw` of the plan's device (what `hipfftSetStream` checks, and where an
+    /// execution runs).
+    fn plan_stream(&self, plan: &PlanRecord, p: usize, raw: RawStream, what: &str) -> Result<Arc<super::stream::Stream>> {
         let current = self.current();
         if current != plan.device {
-            let s = format!("exec of plan {p:#x} (device {}) with device {current} current", plan.device);
-            return Err(self.misuse(exec_call(a.transform), code::INVALID_DEVICE, s));
+            let s = format!("{what} of plan {p:#x} (device {}) with device {current} current", plan.device);
+            return Err(self.misuse("hipfftSetStream", code::INVALID_DEVICE, s));
         }
-        let stream = match self.streams.resolve(a.stream, current) {
+        let stream = match self.streams.resolve(raw, current) {
             Ok(Some(s)) => s,
             Ok(None) => {
-                let s = format!("exec of plan {p:#x} on unknown stream {:#x}", a.stream.0);
+                let s = format!("{what} of plan {p:#x} on unknown stream {:#x}", raw.0);
                 return Err(self.misuse("hipfftSetStream", code::INVALID_VALUE, s));
             }
             Err(_) => return Err(fft_err("hipfftSetStream", code::INTERNAL_ERROR)),
         };
         if stream.device != plan.device {
-            let s =
-                format!("exec of plan {p:#x} (device {}) on stream {:#x} of device {}", plan.device, a.stream.0, stream.device);
-            return Err(self.misuse(exec_call(a.transform), code::INVALID_DEVICE, s));
+            let s = format!("{what} of plan {p:#x} (device {}) on stream {:#x} of device {}", plan.device, raw.0, stream.device);
+            return Err(self.misuse("hipfftSetStream", code::INVALID_DEVICE, s));
         }
+        Ok(stream)
+    }
+
+    /// `hipfftSetWorkArea` on `plan`: a non-null range of the plan's work size.
+    fn set_plan_work_area(&self, plan: &PlanRecord, p: usize, area: DevicePtr) -> Result<()> {
+        self.plans.settings_calls.fetch_add(1, Ordering::SeqCst);
+        if area.is_null() {
+            return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, format!("null work area set on plan {p:#x}")));
+        }
+        if let Err(s) = self.memory.check(area.0, plan.work_size, &format!("work area of plan {p:#x}")) {
+            return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, s));
+        }
+        *plan.work_area.lock() = Some(area.0);
+        Ok(())
+    }
+
+    /// `plan_bind`: sets what is given, as `hipfftSetStream` and `hipfftSetWorkArea` would.
+    pub(super) fn bind_plan(&self, raw: RawPlan, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        let (plan, _inside) = self.enter_plan(raw, "bind")?;
+        if let Some(s) = stream {
+            self.plans.settings_calls.fetch_add(1, Ordering::SeqCst);
+            self.plan_stream(&plan, raw.0, s, "bind")?;
+            *plan.stream.lock() = s;
+        }
+        if let Some(area) = work_area {
+            self.set_plan_work_area(&plan, raw.0, area)?;
+        }
+        Ok(true)
+    }
+
+    pub(super) fn exec_plan(&self, a: ExecArgs) -> Result<()> {
+        let (plan, _inside) = self.enter_plan(a.plan, "exec")?;
+        let p = a.plan.0;
+        // What the plan carries is where the transform runs: a caller that skipped a setting
+        // it needed is recorded (and its transform runs where hipFFT would run it).
+        let carried = *plan.stream.lock();
+        let target = if a.rebind.stream { a.stream } else { carried };
+        if target != a.stream {
+            self.log.record(format!(
+                "exec of plan {p:#x} for stream {:#x} without setting it: the plan carries stream {:#x}",
+                a.stream.0, carried.0
+            ));
+        }
+        if a.rebind.stream {
+            self.plans.settings_calls.fetch_add(1, Ordering::SeqCst);
+        }
+        let stream = self.plan_stream(&plan, p, target, "exec")?;
+        *plan.stream.lock() = target;
         if let Some(area) = a.work_area {
-            if area.is_null() {
-                return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, format!("null work area set on plan {p:#x}")));
+            if a.rebind.work_area {
+                self.set_plan_work_area(&plan, p, area)?;
+            } else if *plan.work_area.lock() != Some(area.0) {
+                self.log.record(format!("exec of plan {p:#x} for work area {:#x} without setting it: the plan carries another", area.0));
             }
-            if let Err(s) = self.memory.check(area.0, plan.work_size, &format!("work area of plan {p:#x}")) {
-                return Err(self.misuse("hipfftSetWorkArea", code::INVALID_VALUE, s));
-            }
-            *plan.work_area.lock() = Some(area.0);
         }
         let call = exec_call(a.transform);
         self.check_buffers(&plan, &a, call)?;

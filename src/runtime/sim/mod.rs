@@ -31,7 +31,7 @@ pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, h200_cre
 
 use crate::desc::{Direction, PlanDesc, TransformType};
 use crate::error::Result;
-use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Runtime, RuntimeInfo, RuntimeKind};
+use crate::runtime::boundary::{CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind};
 
 /// Distinguishes runtimes in the per-thread current-device table.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -126,6 +126,16 @@ impl SimRuntime {
     /// ```
     pub fn destroyed_after_lone_capture(&self) -> u64 {
         self.plans.destroyed_after_lone_capture()
+    }
+    /// `hipfftSetStream` and `hipfftSetWorkArea` calls made on live plans, each counted:
+    /// what an execution or bind set rather than found set.
+    ///
+    /// ```
+    /// use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+    /// assert_eq!(SimRuntime::new(SimConfig::default()).settings_calls(), 0);
+    /// ```
+    pub fn settings_calls(&self) -> u64 {
+        self.plans.settings_calls.load(Ordering::SeqCst)
     }
     /// Simulated creation latency spent so far, over every creation started (the fixed
     /// `create_latency` plus the per-shape H200 cost when that is on): what a trace's
@@ -288,7 +298,25 @@ unsafe impl Runtime for SimRuntime {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<()> {
-        self.exec_plan(exec::ExecArgs { plan, transform, stream, work_area, input, output, direction })
+        self.exec_plan(exec::ExecArgs { plan, transform, stream, work_area, input, output, direction, rebind: Rebind::ALL })
+    }
+
+    unsafe fn plan_exec_bound(
+        &self,
+        plan: RawPlan,
+        transform: TransformType,
+        stream: RawStream,
+        work_area: Option<DevicePtr>,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+        rebind: Rebind,
+    ) -> Result<()> {
+        self.exec_plan(exec::ExecArgs { plan, transform, stream, work_area, input, output, direction, rebind })
+    }
+
+    unsafe fn plan_bind(&self, plan: RawPlan, stream: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
+        self.bind_plan(plan, stream, work_area)
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {

@@ -12,7 +12,7 @@ use super::codes::{desc_code, fft_err};
 use super::memory::HostBuf;
 use crate::desc::{Extents, PlanDesc};
 use crate::error::{Result, hipfft_result as fft};
-use crate::runtime::boundary::{CreatedPlan, PlanOptions, RawPlan};
+use crate::runtime::boundary::{CreatedPlan, PlanOptions, RawPlan, RawStream};
 
 /// Executions enqueued and not yet finished, with a wait for zero.
 #[derive(Default)]
@@ -53,6 +53,9 @@ pub(crate) struct PlanRecord {
     pub scratch: Option<HostBuf>,
     /// The area `hipfftSetWorkArea` last set (it persists, as in hipFFT).
     pub work_area: Mutex<Option<usize>>,
+    /// The stream `hipfftSetStream` last set (the null stream at first, as in hipFFT): an
+    /// execution that does not set one runs there.
+    pub stream: Mutex<RawStream>,
     pub pending: Pending,
     /// Threads inside `plan_exec` for this plan right now (more than one is a misuse).
     pub inside: AtomicUsize,
@@ -102,6 +105,8 @@ pub(crate) struct Plans {
     destroyed_after_lone_capture: AtomicU64,
     /// Nanoseconds of simulated creation latency spent (fixed plus per-shape).
     creation_ns: AtomicU64,
+    /// `hipfftSetStream` and `hipfftSetWorkArea` calls that reached a live plan.
+    pub(crate) settings_calls: AtomicU64,
 }
 
 impl Plans {
@@ -248,6 +253,7 @@ impl SimRuntime {
             work_size,
             scratch,
             work_area: Mutex::new(None),
+            stream: Mutex::new(RawStream::NULL),
             pending: Pending::default(),
             inside: AtomicUsize::new(0),
             destroying: AtomicBool::new(false),
