@@ -100,6 +100,27 @@ probe)
   pre probe-pool-c12-auto-keep-all 60 12 $p --cache 0
   for f in "$logs"/probe-*.log; do echo "$(basename "$f" .log): $(grep -h '^DETAIL' "$f")" >>"$summary"; done
   ;;
+gap)
+  # Where the interposer's extra time under MLX goes, without MLX: the encoder probe at MLX's
+  # cache 128 (every plan kept, values unchecked), natively as MLX calls cuFFT, natively with
+  # SetStream/SetWorkArea moved inside the capture and with the typed execs (what the
+  # interposer did up to c5e25c7), and through the interposer as of $dir/lib-old (when staged)
+  # and $dir/lib, in turn. Keeps mlx.part.aa for DIAG=gap.
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
+  gcc -O2 -o /tmp/mep "$root/scripts/probes/mlx_encoder_pattern.c" -I/usr/local/cuda/include \
+    -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  p="/tmp/mep --cache 0 --check 0 --buffers ${BUFFERS:-4000}"
+  for i in 1 2 3; do
+    run "gap-native-$i" 60 $p
+    run "gap-native-set-inside-$i" 60 $p --set-inside 1
+    run "gap-native-typed-$i" 60 $p --typed 1
+    run "gap-native-set-inside-typed-$i" 60 $p --set-inside 1 --typed 1
+    [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-pool-old-$i" 60 128 $p
+    pre "gap-pool-new-$i" 60 128 $p
+  done
+  for f in "$logs"/gap-*.log; do echo "$(basename "$f" .log): $(grep -h '^DETAIL' "$f")" >>"$summary"; done
+  ;;
 torch)
   # Keep MLX's first part for the next call (the machine stays warm 30 s between calls).
   mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
@@ -313,6 +334,18 @@ diag)
     # alternated with native, and at cache 8 (thrash check off) at ceilings 128 and 26.
     for c in 128 26 12 12 12; do pre "final-c$c-$SECONDS" 90 $c $t -s; done
     cycle_runs final 2 128 26
+    ;;
+  gap)
+    # The cycle at MLX's cache 128, 1500 cycles, in turn: natively, through the interposer
+    # as of $dir/lib-old (when staged) and $dir/lib, and $dir/lib with the pool's threads
+    # never polling (HIPFFT_POOL_POLL_US=0).
+    b="$b --cycles 1500 --warmup 50"
+    for i in 1 2 3 4 5; do
+      run "gap-cycle-native-$i" 60 $b
+      [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-cycle-old-$i" 60 128 $b
+      pre "gap-cycle-new-$i" 60 128 $b
+      HIPFFT_POOL_POLL_US=0 pre "gap-cycle-new-nopoll-$i" 60 128 $b
+    done
     ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the
