@@ -111,6 +111,18 @@ gap)
     -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   p="/tmp/mep --cache 0 --check 0 --buffers ${BUFFERS:-4000}"
+  if [ -n "${PROFILE_ONLY:-}" ]; then
+    # The interposer's own host time in the probe (HIPFFT_POOL_HOST_PROFILE: per export, the
+    # time inside the real libraries and the rest), beside native and unprofiled runs.
+    for i in 1 2 3; do
+      run "gap-native-$i" 60 $p
+      pre "gap-pool-new-$i" 60 128 $p
+      HIPFFT_POOL_HOST_PROFILE=1 pre "gap-pool-profile-$i" 60 128 $p
+    done
+    for f in "$logs"/gap-*.log; do echo "$(basename "$f" .log): $(grep -h '^RESULT' "$f" | grep -o '[0-9.]* us per op')" >>"$summary"; done
+    finish
+    exit 0
+  fi
   for i in 1 2 3; do
     run "gap-native-$i" 60 $p
     run "gap-native-set-inside-$i" 60 $p --set-inside 1
@@ -345,6 +357,16 @@ diag)
       [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-cycle-old-$i" 60 128 $b
       pre "gap-cycle-new-$i" 60 128 $b
       HIPFFT_POOL_POLL_US=0 pre "gap-cycle-new-nopoll-$i" 60 128 $b
+    done
+    ;;
+  profile)
+    # The interposer's own host time under MLX (HIPFFT_POOL_HOST_PROFILE, in the metrics
+    # JSON), beside native and unprofiled runs of the same cycle.
+    b="$b --cycles 1500 --warmup 50"
+    for i in 1 2 3; do
+      run "prof-cycle-native-$i" 60 $b
+      pre "prof-cycle-pool-$i" 60 128 $b
+      HIPFFT_POOL_HOST_PROFILE=1 pre "prof-cycle-profile-$i" 60 128 $b
     done
     ;;
   perf)

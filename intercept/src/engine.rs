@@ -356,6 +356,7 @@ impl Engine {
                 ));
             }
         };
+        let rt = if crate::profile::on() { crate::profile::Profiled::wrap(rt) } else { rt };
         let server = match std::env::var("HIPFFT_POOL_METRICS_ADDR") {
             Ok(addr) if !addr.is_empty() => Some(addr),
             _ => None,
@@ -1095,6 +1096,9 @@ impl Engine {
         j["capture_resident_limit"] = self.residents.limit().min(m.ceiling).into();
         j["captured_on_residents"] = self.counts.captured_on_residents.load(Ordering::Relaxed).into();
         j["work_sizes_remembered"] = self.counts.work_sizes_remembered.load(Ordering::Relaxed).into();
+        if let Some(p) = crate::profile::json() {
+            j["host_profile"] = p;
+        }
         if let Some(sim) = &self.sim {
             j["sim_live_handles"] = sim.live_handles().into();
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();

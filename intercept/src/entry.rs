@@ -82,6 +82,7 @@ pub fn reentry(flavor: Flavor, name: &'static str, cache: &OnceLock<usize>) -> R
 /// Runs `body` for the exported function `name` behind the panic boundary and returns the
 /// library's result code. A failure is stored as the thread's last message and logged once.
 pub fn serve(flavor: Flavor, name: &'static str, body: impl FnOnce() -> Result<(), Fail>) -> c_int {
+    let _timed = crate::profile::Call::start(name);
     let _inside = Inside::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => code::SUCCESS,

@@ -11,6 +11,7 @@
 //! - [`cuda`]: the pool's runtime over that very libcufft and the CUDA runtime;
 //! - [`capture`]: executions on a stream that is capturing a CUDA graph;
 //! - [`arena`]: work areas for handles that leave allocation to the library;
+//! - [`profile`]: the interposer's own host time in the process it serves (opt-in);
 //! - [`process`]: what every file may read: the API this process loaded, the sim switch,
 //!   the failure and capture counters (a leaf, so no file below the engine reaches up to it).
 //!
@@ -23,6 +24,7 @@ pub mod cuda;
 pub mod engine;
 pub mod entry;
 pub mod process;
+pub mod profile;
 pub mod real;
 
 use std::ffi::{c_char, c_int, c_long, c_void};
