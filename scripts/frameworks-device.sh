@@ -116,6 +116,7 @@ gap)
     # time inside the real libraries and the rest), beside native and unprofiled runs.
     for i in 1 2 3; do
       run "gap-native-$i" 60 $p
+      [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-pool-old-$i" 60 128 $p
       pre "gap-pool-new-$i" 60 128 $p
       HIPFFT_POOL_HOST_PROFILE=1 pre "gap-pool-profile-$i" 60 128 $p
     done
@@ -363,8 +364,9 @@ diag)
     # The interposer's own host time under MLX (HIPFFT_POOL_HOST_PROFILE, in the metrics
     # JSON), beside native and unprofiled runs of the same cycle.
     b="$b --cycles 1500 --warmup 50"
-    for i in 1 2 3; do
+    for i in 1 2 3 4 5; do
       run "prof-cycle-native-$i" 60 $b
+      [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "prof-cycle-old-$i" 60 128 $b
       pre "prof-cycle-pool-$i" 60 128 $b
       HIPFFT_POOL_HOST_PROFILE=1 pre "prof-cycle-profile-$i" 60 128 $b
     done

@@ -41,6 +41,7 @@
 //! captured execution whose plan is not at hand fails with the library's error code.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use hipfft_pool::{CapturedRelease, Lease, PlanDesc, RawStream};
 use parking_lot::{Mutex, RwLock};
@@ -209,9 +210,9 @@ pub unsafe extern "C" fn lease_ran(data: *mut c_void) {
 /// after it, which a framework may keep in graphs of its own (see the module's comment).
 /// One lease per descriptor; at most `limit` of them.
 pub struct Residents {
-    /// Read on every call of a capturing framework (`holds`, `lease`), written only when a
-    /// plan becomes resident.
-    plans: RwLock<FxHashMap<PlanDesc, Lease>>,
+    /// Read when a handle first meets its resident plan (`get`; a handle keeps the `Arc`
+    /// from then on) and on slower paths, written only when a plan becomes resident.
+    plans: RwLock<FxHashMap<PlanDesc, Arc<Lease>>>,
     /// How many plans `plans` holds, read without the lock: a framework that never captures
     /// pays one atomic load per call for residents.
     len: std::sync::atomic::AtomicUsize,
@@ -273,21 +274,16 @@ impl Residents {
         if self.is_empty() {
             return None;
         }
-        self.plans.read().get(desc).map(Lease::share)
+        self.plans.read().get(desc).map(|l| l.share())
     }
 
-    /// Runs `f` on the resident lease for `desc`; whether there was one.
-    pub fn with(&self, desc: &PlanDesc, f: impl FnOnce(&Lease)) -> bool {
+    /// The resident lease for `desc`, if there is one, to keep: it stays resident for the
+    /// engine's life.
+    pub fn get(&self, desc: &PlanDesc) -> Option<Arc<Lease>> {
         if self.is_empty() {
-            return false;
+            return None;
         }
-        match self.plans.read().get(desc) {
-            Some(l) => {
-                f(l);
-                true
-            }
-            None => false,
-        }
+        self.plans.read().get(desc).cloned()
     }
 
     /// Whether `lease`'s plan is resident after this call: it was, or it became so while
@@ -305,7 +301,7 @@ impl Residents {
         if plans.len() >= self.limit {
             return false;
         }
-        plans.insert(*lease.desc(), lease.share());
+        plans.insert(*lease.desc(), Arc::new(lease.share()));
         self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
         true
     }
@@ -319,7 +315,7 @@ impl Residents {
             Some(r) if r.plan() == lease.plan() => lease.release(),
             Some(_) => std::mem::forget(lease),
             None => {
-                plans.insert(*lease.desc(), lease);
+                plans.insert(*lease.desc(), Arc::new(lease));
                 self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -330,8 +326,9 @@ impl Residents {
     pub fn clear(&self) {
         let all = std::mem::take(&mut *self.plans.write());
         self.len.store(0, std::sync::atomic::Ordering::Relaxed);
-        // Their executions completed or never will run again: the engine goes.
-        all.into_values().for_each(Lease::release);
+        // Their executions completed or never will run again: the engine goes. (A handle's
+        // copy of the `Arc`, none once the engine dropped its handles, drops the lease later.)
+        all.into_values().filter_map(|l| Arc::try_unwrap(l).ok()).for_each(Lease::release);
     }
 }
 
@@ -340,7 +337,7 @@ mod tests {
     use super::*;
     use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
     use hipfft_pool::{PlanPool, PoolConfig, TransformType};
-    use std::sync::Arc;
+
 
     /// A pool over a sim of its own: the sim's counts are this test's ground truth (the
     /// pool's process-wide counts include other tests' pools).

@@ -132,6 +132,10 @@ struct Settings {
     /// destroyed, or the pool's flush hook asks (a miss found the ceiling full).
     sticky: Option<Lease>,
     sticky_stream: RawStream,
+    /// The resident plan of the handle's descriptor, once there is one (it stays for the
+    /// engine's life): its executions go straight to it (`exec`'s fast path), with no map,
+    /// no lease of their own and no capture check.
+    resident: Option<Arc<Lease>>,
     last_stream: RawStream,
     /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
@@ -173,8 +177,12 @@ struct Counts {
     real_plans_peak: AtomicUsize,
     sticky_uses: AtomicU64,
     sticky_flushes: AtomicU64,
-    /// Captured executions that ran on a resident plan with no node after them.
+    /// Captured executions that made their plan resident or found it so, with no node
+    /// after them (on the slow path: later ones are `resident_execs`).
     captured_on_residents: AtomicU64,
+    /// Executions on a handle's known resident plan (`exec`'s fast path), captured or not:
+    /// telling them apart would cost a driver call each.
+    resident_execs: AtomicU64,
     /// Plan calls answered from `work_sizes`, with no lease.
     work_sizes_remembered: AtomicU64,
 }
@@ -504,6 +512,7 @@ impl Engine {
                 prepared: None,
                 sticky: None,
                 sticky_stream: RawStream::NULL,
+                resident: None,
                 last_stream: RawStream::NULL,
                 real: None,
             }),
@@ -633,6 +642,7 @@ impl Engine {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
         }
         s.desc = Some(desc);
+        s.resident = None;
         s.work_size = work;
         self.counts.plans.fetch_add(1, Ordering::Relaxed);
         Ok(work)
@@ -712,16 +722,33 @@ impl Engine {
             // for the executions that follow; the next execution passes its own anyway.
             let _ = unsafe { lease.bind(stream, area) };
         };
-        match &s.sticky {
-            Some(l) if s.sticky_stream == s.stream => bind(l),
-            _ => {
-                if !self.residents.with(&desc, bind) {
-                    if let Some(l) = &s.prepared {
-                        bind(l);
-                    }
-                }
-            }
+        let _ = desc;
+        match (&s.sticky, &s.resident, &s.prepared) {
+            (Some(l), _, _) if s.sticky_stream == s.stream => bind(l),
+            (_, Some(l), _) => bind(l),
+            (_, None, Some(l)) => bind(l),
+            _ => {}
         }
+    }
+
+    /// Whether the handle's descriptor has a resident plan, which the handle then keeps. A
+    /// sticky lease it held goes (released after its stream's work), and a prepared one at
+    /// once: from now on the resident plan serves the handle.
+    fn cache_resident(&self, s: &mut Settings) -> bool {
+        if s.resident.is_some() {
+            return true;
+        }
+        let Some(desc) = s.desc else { return false };
+        let Some(r) = self.residents.get(&desc) else { return false };
+        s.resident = Some(r);
+        if let Some(l) = s.sticky.take() {
+            self.deferred.lock().push((l, s.sticky_stream));
+        }
+        // Never executed: it goes back at once.
+        if s.prepared.take().is_some() {
+            self.prepared.fetch_sub(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Takes the lease for the handle's next execution now, while the stream is not
@@ -733,12 +760,12 @@ impl Engine {
         if !self.deferred.looks_empty() && matches!(self.capturing(s.stream), Ok(false)) {
             self.drain_deferred(Some(s.stream));
         }
-        let Some(desc) = s.desc else { return };
-        if s.sticky.is_some() && s.sticky_stream == s.stream {
+        // A resident plan serves every execution of its descriptor.
+        if self.cache_resident(s) {
             return;
         }
-        // A resident plan serves every execution of its descriptor.
-        if self.residents.holds(&desc) {
+        let Some(desc) = s.desc else { return };
+        if s.sticky.is_some() && s.sticky_stream == s.stream {
             return;
         }
         if s.prepared.is_some() || !matches!(self.capturing(s.stream), Ok(false)) {
@@ -851,6 +878,25 @@ impl Engine {
             self.register_stream(desc.device, stream);
             s.stream_registered = true;
         }
+        // The fast path: the handle's resident plan, never destroyed, so whether the stream
+        // is capturing changes nothing; a caller's area of the size the plan call reported
+        // (or none needed). Releases waiting to be drained take the slow path, which drains.
+        if let Some(r) = &s.resident {
+            let area = match s.work_area {
+                Some(p) if r.work_size() <= s.work_size => Some(Some(p)),
+                None if r.work_size() == 0 => Some(None),
+                _ => None,
+            };
+            if let (Some(area), true, None) = (area, self.deferred.looks_empty(), &s.sticky) {
+                // SAFETY: the stream, buffers and work area are the framework's, passed to
+                // this exec call, which the library's contract requires to be valid for the
+                // transform; the resident lease keeps the plan for the engine's life.
+                unsafe { r.exec(stream, input, output, direction, area) }.map_err(|e| Fail::from_pool(&e))?;
+                s.last_stream = stream;
+                self.counts.resident_execs.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+        }
         let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();
@@ -931,6 +977,7 @@ impl Engine {
             // again): only a plan that is never destroyed may run there (see `capture`).
             if self.policy != CapturePolicy::ReleaseOnRun && self.residents.admit(&lease) {
                 self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
+                self.cache_resident(&mut v.settings.lock());
                 // The resident lease keeps the plan; this one goes at once (an event on the
                 // capturing stream would join the capture).
                 lease.release();
@@ -1071,7 +1118,8 @@ impl Engine {
             "virtual_handles_live": self.virtual_handles_live(),
             "virtual_handles_created": self.counts.handles_created.load(Ordering::Relaxed),
             "plans_made": self.counts.plans.load(Ordering::Relaxed),
-            "execs": self.counts.execs.load(Ordering::Relaxed),
+            "execs": self.counts.execs.load(Ordering::Relaxed) + self.counts.resident_execs.load(Ordering::Relaxed),
+            "resident_execs": self.counts.resident_execs.load(Ordering::Relaxed),
             "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),

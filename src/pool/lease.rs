@@ -264,7 +264,7 @@ impl Lease {
         // SAFETY: the plan is live while this lease is held, made for its transform, and
         // `exec_lock` keeps other threads out; the caller vouched for stream and buffers;
         // what `rebind` skips, the plan carries (`Carried`, kept under the same lock).
-        let r = with_device(rt, e.desc.device, || unsafe {
+        let r = e.core.on_device(e.desc.device, || unsafe {
             rt.plan_exec_bound(e.plan, e.desc.transform, stream, area, input, output, direction, rebind)
         });
         match r {
@@ -326,7 +326,7 @@ impl Lease {
         let rt = &*e.core.runtime;
         // SAFETY: the plan is live while this lease is held and `exec_lock` keeps other
         // threads out; the caller vouched for the stream and the area's size and life.
-        match with_device(rt, e.desc.device, || unsafe { rt.plan_bind(e.plan, stream, work_area) }) {
+        match e.core.on_device(e.desc.device, || unsafe { rt.plan_bind(e.plan, stream, work_area) }) {
             Ok(true) => carried.record(stream, work_area),
             Ok(false) => {}
             Err(err) => {

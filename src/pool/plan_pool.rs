@@ -385,7 +385,9 @@ impl PlanPool {
             let _unused_under_loom = (Watchdog::spawn, Watchdog::period);
             None
         };
+        let one_device = matches!(runtime.device_count(), Ok(1));
         let core = Arc::new(Core {
+            one_device,
             runtime,
             ceilings,
             devices: Default::default(),

@@ -194,8 +194,13 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
     let m = metrics(&pinned_end);
     // The three captures (h[0], h[1], and hy after every other handle was destroyed) share
     // one descriptor: its plan became the one resident (limit 4 / 4) and served all three.
-    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_execs"), get(&m, "captured_released")), (Some("auto"), 3, 0), "{m}");
-    assert_eq!((get(&m, "captured_on_residents"), get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (3, 1, 1), "{m}");
+    // A handle that knows its resident plan executes there without asking whether the
+    // stream captures (`resident_execs`, captured or not); every execution seen captured
+    // ran on the resident too, and none was released by a host node.
+    assert_eq!((m["capture_policy"].as_str(), get(&m, "captured_released")), (Some("auto"), 0), "{m}");
+    assert_eq!(get(&m, "captured_execs"), get(&m, "captured_on_residents"), "{m}");
+    assert!(get(&m, "captured_on_residents") + get(&m, "resident_execs") >= 3, "{m}");
+    assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (1, 1), "{m}");
     assert_eq!(get(&m, "destroys"), 0, "the resident plan was never destroyed: {m}");
     // Released on the graph's run: a host node.
     let o = run(&exe, &[plugin.to_str().unwrap(), mid.to_str().unwrap()], &env, true);
@@ -256,7 +261,9 @@ fn captured_executions_hold_their_plans_until_the_graph_ran() {
         assert!(get(&m, "sim_peak_live_handles") <= ceiling.parse().unwrap(), "{policy}: {m}");
         assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{policy}: {m}");
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
-        assert_eq!(get(&m, "captured_execs"), 17, "{policy}: {m}");
+        // Every execution is captured: those of handles that knew their resident plan are
+        // counted as `resident_execs` (no capture check on that path).
+        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 17, "{policy}: {m}");
         assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
         // Captures whose plans may be destroyed after their graph ran say so, once.
         let warned = String::from_utf8_lossy(&o.stderr).matches("captured executions beyond the").count();
