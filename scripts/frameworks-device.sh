@@ -364,12 +364,12 @@ diag)
     # The interposer's own host time under MLX (HIPFFT_POOL_HOST_PROFILE, in the metrics
     # JSON), beside native and unprofiled runs of the same cycle.
     b="$b --cycles 1500 --warmup 50"
-    for i in 1 2 3 4 5; do
+    for i in $(seq "${ROUNDS:-5}"); do
       run "prof-cycle-native-$i" 60 $b
       [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "prof-cycle-old-$i" 60 128 $b
       pre "prof-cycle-pool-$i" 60 128 $b
-      HIPFFT_POOL_HOST_PROFILE=1 pre "prof-cycle-profile-$i" 60 128 $b
     done
+    for i in 1 2 3; do HIPFFT_POOL_HOST_PROFILE=1 pre "prof-cycle-profile-$i" 60 128 $b; done
     ;;
   perf)
     # The cycle for the performance table: MLX's cache 128 natively and through the

@@ -145,6 +145,8 @@ struct Settings {
 /// One virtual handle.
 pub struct VirtualPlan {
     settings: Mutex<Settings>,
+    /// Set when the handle is destroyed (a thread's `LAST_HANDLE` may still hold it).
+    destroyed: AtomicBool,
 }
 
 /// A handle's work area for one execution.
@@ -235,9 +237,23 @@ impl Drop for DeferredGuard<'_> {
     }
 }
 
+/// Engines made so far: each has its own number, so that a thread's last handle
+/// (`LAST_HANDLE`) is never taken for another engine's handle of the same value.
+static ENGINES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last handle this thread looked up: (engine, handle, plan). A framework sets the
+    /// stream and the work area of a handle and executes it, in a row (MLX, PyTorch): the
+    /// second and third calls skip the handle map, whose lock word and buckets are cold
+    /// cache lines after the framework's own work (each a few tens of nanoseconds).
+    static LAST_HANDLE: std::cell::RefCell<Option<(u64, u64, Arc<VirtualPlan>)>> = const { std::cell::RefCell::new(None) };
+}
+
 /// The interposer of one process.
 pub struct Engine {
     pub flavor: Flavor,
+    /// This engine's number (`ENGINES`).
+    id: u64,
     pool: Arc<PlanPool>,
     rt: Arc<dyn Runtime>,
     sim: Option<Arc<SimRuntime>>,
@@ -278,6 +294,16 @@ pub struct Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let handles = std::mem::take(self.handles.get_mut());
+        // A thread's `LAST_HANDLE` may outlive the engine: what it holds lets go now.
+        for v in handles.values() {
+            v.destroyed.store(true, Ordering::Release);
+            let mut s = v.settings.lock();
+            s.resident = None;
+            if s.prepared.take().is_some() {
+                self.prepared.fetch_sub(1, Ordering::Relaxed);
+            }
+            drop(s.sticky.take());
+        }
         drop(handles);
         let deferred = std::mem::take(&mut *self.deferred.lock());
         drop(deferred);
@@ -432,6 +458,7 @@ impl Engine {
         };
         Ok(Engine {
             flavor,
+            id: ENGINES.fetch_add(1, Ordering::Relaxed),
             pool,
             rt,
             sim,
@@ -468,8 +495,16 @@ impl Engine {
     }
 
     fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
-        if let Some(v) = self.handles.read().get(&h) {
-            return Ok(v.clone());
+        let last = LAST_HANDLE.try_with(|l| match &*l.borrow() {
+            Some((e, lh, v)) if *e == self.id && *lh == h && !v.destroyed.load(Ordering::Acquire) => Some(v.clone()),
+            _ => None,
+        });
+        if let Ok(Some(v)) = last {
+            return Ok(v);
+        }
+        if let Some(v) = self.handles.read().get(&h).cloned() {
+            let _ = LAST_HANDLE.try_with(|l| *l.borrow_mut() = Some((self.id, h, v.clone())));
+            return Ok(v);
         }
         let issued = self.next.load(Ordering::Relaxed);
         let base = self.base();
@@ -516,6 +551,7 @@ impl Engine {
                 last_stream: RawStream::NULL,
                 real: None,
             }),
+            destroyed: AtomicBool::new(false),
         });
         let live = {
             let mut map = self.handles.write();
@@ -533,7 +569,9 @@ impl Engine {
     pub fn destroy(&self, h: u64, call: &str) -> Result<Option<i64>, Fail> {
         let v = self.handles.write().remove(&h);
         let Some(v) = v else { return Err(self.lookup(h, call).err().unwrap_or_else(|| Fail::new(code::INVALID_PLAN, call))) };
+        v.destroyed.store(true, Ordering::Release);
         let mut s = v.settings.lock();
+        s.resident = None;
         let real = s.real.take();
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);

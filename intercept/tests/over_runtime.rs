@@ -26,3 +26,27 @@ fn an_engine_over_the_null_runtime_serves_a_handle_and_lets_go_of_it_on_drop() {
     drop(e);
     assert!(started.elapsed() < std::time::Duration::from_secs(2), "drop took {:?}", started.elapsed());
 }
+
+#[test]
+fn a_thread_remembers_its_last_handle_per_engine_and_never_past_its_destroy() {
+    let config = || PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
+    let (na, nb) = (Arc::new(NullRuntime::default()), Arc::new(NullRuntime::default()));
+    let a = Engine::over_runtime(Flavor::Cufft, config(), na.clone()).unwrap();
+    let b = Engine::over_runtime(Flavor::Cufft, config(), nb.clone()).unwrap();
+    let (x, y) = (DevicePtr(0x1000), DevicePtr(0x2000));
+    // Both engines number their handles alike: the same value names a handle of each.
+    let ha = a.plan(&PlanRequest::basic(0x29, &[256], 1).unwrap(), "cufftPlan1d").unwrap();
+    let hb = b.plan(&PlanRequest::basic(0x29, &[512], 1).unwrap(), "cufftPlan1d").unwrap();
+    assert_eq!(ha, hb);
+    a.exec(ha, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
+    b.exec(hb, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
+    a.exec(ha, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
+    // Ground truth from each runtime: each engine's handle reached its own plan only.
+    assert_eq!((na.plans_made(), nb.plans_made()), (1, 1));
+    // Destroyed right after use, the handle is gone for this thread too.
+    a.destroy(ha, "cufftDestroy").unwrap();
+    let err = a.exec(ha, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap_err();
+    assert_eq!(err.code, hipfft_pool_intercept::code::INVALID_PLAN);
+    assert!(err.message.contains("was destroyed"), "{}", err.message);
+    b.exec(hb, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
+}
