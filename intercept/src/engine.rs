@@ -136,6 +136,9 @@ struct Settings {
     /// engine's life): its executions go straight to it (`exec`'s fast path), with no map,
     /// no lease of their own and no capture check.
     resident: Option<Arc<Lease>>,
+    /// Executions on `resident`, counted here (a line the execution holds anyway) and
+    /// added to the engine's count when the handle goes.
+    resident_execs: u64,
     last_stream: RawStream,
     /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
@@ -145,7 +148,7 @@ struct Settings {
 /// One virtual handle.
 pub struct VirtualPlan {
     settings: Mutex<Settings>,
-    /// Set when the handle is destroyed (a thread's `LAST_HANDLE` may still hold it).
+    /// Set when the handle is destroyed (a thread's `RECENT_HANDLES` may still hold it).
     destroyed: AtomicBool,
 }
 
@@ -182,8 +185,9 @@ struct Counts {
     /// Captured executions that made their plan resident or found it so, with no node
     /// after them (on the slow path: later ones are `resident_execs`).
     captured_on_residents: AtomicU64,
-    /// Executions on a handle's known resident plan (`exec`'s fast path), captured or not:
-    /// telling them apart would cost a driver call each.
+    /// Executions on a handle's known resident plan (`exec`'s fast path), captured or not
+    /// (telling them apart would cost a driver call each), of handles destroyed since; the
+    /// live handles count theirs (`Settings::resident_execs`).
     resident_execs: AtomicU64,
     /// Plan calls answered from `work_sizes`, with no lease.
     work_sizes_remembered: AtomicU64,
@@ -237,16 +241,27 @@ impl Drop for DeferredGuard<'_> {
     }
 }
 
-/// Engines made so far: each has its own number, so that a thread's last handle
-/// (`LAST_HANDLE`) is never taken for another engine's handle of the same value.
+/// Engines made so far: each has its own number, so that a thread's recent handles
+/// (`RECENT_HANDLES`) are never taken for another engine's handle of the same value.
 static ENGINES: AtomicU64 = AtomicU64::new(0);
 
+/// Slots of a thread's handle cache (`RECENT_HANDLES`).
+const RECENT_SLOTS: usize = 64;
+
 thread_local! {
-    /// The last handle this thread looked up: (engine, handle, plan). A framework sets the
-    /// stream and the work area of a handle and executes it, in a row (MLX, PyTorch): the
-    /// second and third calls skip the handle map, whose lock word and buckets are cold
-    /// cache lines after the framework's own work (each a few tens of nanoseconds).
-    static LAST_HANDLE: std::cell::RefCell<Option<(u64, u64, Arc<VirtualPlan>)>> = const { std::cell::RefCell::new(None) };
+    /// The handles this thread looked up lately, direct-mapped by handle value: (engine,
+    /// handle, plan). A framework sets the stream and the work area of a handle and executes
+    /// it, in a row, cycling through a working set of handles (MLX, PyTorch): those calls
+    /// skip the handle map, whose lock word and buckets are cold cache lines after the
+    /// framework's own work (each a few tens of nanoseconds). A destroyed handle is never
+    /// taken from here (`VirtualPlan::destroyed`); what a slot holds of it is memory only.
+    static RECENT_HANDLES: std::cell::RefCell<[Option<(u64, u64, Arc<VirtualPlan>)>; RECENT_SLOTS]> =
+        const { std::cell::RefCell::new([const { None }; RECENT_SLOTS]) };
+}
+
+/// The slot of `h` in `RECENT_HANDLES` (Fibonacci hashing: handle values are evenly spaced).
+fn recent_slot(h: u64) -> usize {
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
 }
 
 /// The interposer of one process.
@@ -294,7 +309,7 @@ pub struct Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         let handles = std::mem::take(self.handles.get_mut());
-        // A thread's `LAST_HANDLE` may outlive the engine: what it holds lets go now.
+        // A thread's `RECENT_HANDLES` may outlive the engine: what it holds lets go now.
         for v in handles.values() {
             v.destroyed.store(true, Ordering::Release);
             let mut s = v.settings.lock();
@@ -495,15 +510,16 @@ impl Engine {
     }
 
     fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
-        let last = LAST_HANDLE.try_with(|l| match &*l.borrow() {
-            Some((e, lh, v)) if *e == self.id && *lh == h && !v.destroyed.load(Ordering::Acquire) => Some(v.clone()),
+        let slot = recent_slot(h);
+        let recent = RECENT_HANDLES.try_with(|r| match &r.borrow()[slot] {
+            Some((e, rh, v)) if *e == self.id && *rh == h && !v.destroyed.load(Ordering::Acquire) => Some(v.clone()),
             _ => None,
         });
-        if let Ok(Some(v)) = last {
+        if let Ok(Some(v)) = recent {
             return Ok(v);
         }
         if let Some(v) = self.handles.read().get(&h).cloned() {
-            let _ = LAST_HANDLE.try_with(|l| *l.borrow_mut() = Some((self.id, h, v.clone())));
+            let _ = RECENT_HANDLES.try_with(|r| r.borrow_mut()[slot] = Some((self.id, h, v.clone())));
             return Ok(v);
         }
         let issued = self.next.load(Ordering::Relaxed);
@@ -548,6 +564,7 @@ impl Engine {
                 sticky: None,
                 sticky_stream: RawStream::NULL,
                 resident: None,
+                resident_execs: 0,
                 last_stream: RawStream::NULL,
                 real: None,
             }),
@@ -572,6 +589,7 @@ impl Engine {
         v.destroyed.store(true, Ordering::Release);
         let mut s = v.settings.lock();
         s.resident = None;
+        self.counts.resident_execs.fetch_add(std::mem::take(&mut s.resident_execs), Ordering::Relaxed);
         let real = s.real.take();
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
@@ -627,7 +645,12 @@ impl Engine {
 
     /// The handle's own real plan, if it has one (see [`Engine::pin_real`]).
     pub fn real_plan(&self, h: u64) -> Option<i64> {
-        self.handles.read().get(&h).and_then(|v| v.settings.lock().real)
+        // Every set-stream, set-work-area and exec asks, and only half-precision handles
+        // have one: most processes never make one, and then the answer is one load.
+        if self.counts.real_plans.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.lookup(h, "").ok().and_then(|v| v.settings.lock().real)
     }
 
     /// A handle's own real plan was destroyed: its slot goes back to the ceiling.
@@ -931,7 +954,7 @@ impl Engine {
                 // transform; the resident lease keeps the plan for the engine's life.
                 unsafe { r.exec(stream, input, output, direction, area) }.map_err(|e| Fail::from_pool(&e))?;
                 s.last_stream = stream;
-                self.counts.resident_execs.fetch_add(1, Ordering::Relaxed);
+                s.resident_execs += 1;
                 return Ok(());
             }
         }
@@ -1131,6 +1154,12 @@ impl Engine {
     }
 
     /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
+    /// Executions that went straight to a handle's resident plan, all handles so far.
+    fn resident_execs(&self) -> u64 {
+        let live: u64 = self.handles.read().values().map(|v| v.settings.lock().resident_execs).sum();
+        self.counts.resident_execs.load(Ordering::Relaxed) + live
+    }
+
     pub fn metrics_json(&self) -> String {
         let m = self.pool.metrics();
         let (failures, captured_released, captured_reruns) = counts();
@@ -1156,8 +1185,8 @@ impl Engine {
             "virtual_handles_live": self.virtual_handles_live(),
             "virtual_handles_created": self.counts.handles_created.load(Ordering::Relaxed),
             "plans_made": self.counts.plans.load(Ordering::Relaxed),
-            "execs": self.counts.execs.load(Ordering::Relaxed) + self.counts.resident_execs.load(Ordering::Relaxed),
-            "resident_execs": self.counts.resident_execs.load(Ordering::Relaxed),
+            "execs": self.counts.execs.load(Ordering::Relaxed) + self.resident_execs(),
+            "resident_execs": self.resident_execs(),
             "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
