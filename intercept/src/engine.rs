@@ -248,6 +248,9 @@ static ENGINES: AtomicU64 = AtomicU64::new(0);
 /// Slots of a thread's handle cache (`RECENT_HANDLES`).
 const RECENT_SLOTS: usize = 64;
 
+/// One slot of `RECENT_HANDLES`: (engine, handle, plan).
+type RecentHandle = Option<(u64, u64, Arc<VirtualPlan>)>;
+
 thread_local! {
     /// The handles this thread looked up lately, direct-mapped by handle value: (engine,
     /// handle, plan). A framework sets the stream and the work area of a handle and executes
@@ -255,7 +258,7 @@ thread_local! {
     /// skip the handle map, whose lock word and buckets are cold cache lines after the
     /// framework's own work (each a few tens of nanoseconds). A destroyed handle is never
     /// taken from here (`VirtualPlan::destroyed`); what a slot holds of it is memory only.
-    static RECENT_HANDLES: std::cell::RefCell<[Option<(u64, u64, Arc<VirtualPlan>)>; RECENT_SLOTS]> =
+    static RECENT_HANDLES: std::cell::RefCell<[RecentHandle; RECENT_SLOTS]> =
         const { std::cell::RefCell::new([const { None }; RECENT_SLOTS]) };
 }
 
