@@ -33,6 +33,8 @@ use crate::runtime::boundary::{
 #[derive(Debug, Default)]
 pub struct NullRuntime {
     plans: AtomicUsize,
+    /// The stream reported capturing, plus one (0: none).
+    capturing: AtomicUsize,
 }
 
 impl NullRuntime {
@@ -51,6 +53,28 @@ impl NullRuntime {
     /// ```
     pub fn plans_made(&self) -> usize {
         self.plans.load(Ordering::Relaxed)
+    }
+
+    /// Makes `stream_is_capturing` say yes for `stream` (and no for every other), or for
+    /// none: what a framework's graph capture looks like to a provider, with no graph.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hipfft_pool::runtime::null::NullRuntime;
+    /// use hipfft_pool::{RawStream, Runtime};
+    ///
+    /// let rt = NullRuntime::default();
+    /// rt.set_capturing(Some(RawStream(7)));
+    /// // SAFETY: the null runtime dereferences no stream.
+    /// assert!(unsafe { rt.stream_is_capturing(RawStream(7)) }?);
+    /// assert!(!unsafe { rt.stream_is_capturing(RawStream::NULL) }?);
+    /// rt.set_capturing(None);
+    /// assert!(!unsafe { rt.stream_is_capturing(RawStream(7)) }?);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn set_capturing(&self, stream: Option<RawStream>) {
+        self.capturing.store(stream.map_or(0, |s| s.0.wrapping_add(1)), Ordering::Relaxed);
     }
 }
 
@@ -106,6 +130,9 @@ unsafe impl Runtime for NullRuntime {
     }
     unsafe fn plan_bind(&self, _plan: RawPlan, _stream: Option<RawStream>, _work_area: Option<DevicePtr>) -> Result<bool> {
         Ok(true)
+    }
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+        Ok(self.capturing.load(Ordering::Relaxed) == stream.0.wrapping_add(1))
     }
     unsafe fn plan_destroy(&self, _plan: RawPlan) -> Result<()> {
         Ok(())

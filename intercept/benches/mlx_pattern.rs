@@ -1,0 +1,119 @@
+//! The interposer's host time per transform as MLX drives it, over a runtime that does
+//! nothing ([`NullRuntime`]), with the caches warm and with them cold.
+//!
+//! MLX's CUDA backend, per FFT: `cufftSetStream` and `cufftSetWorkArea` on its handle, then
+//! `cufftXtExec` inside a graph capture of its own (docs/frameworks.md). Here: 26 handles of
+//! the probe shapes, each captured once so that its plan is resident, then the three calls
+//! per transform, each through the re-entrancy route and panic boundary of an export.
+//!
+//! Between two transforms MLX runs tens of microseconds of its own code, which evicts the
+//! interposer's lines from the core's caches: in MLX's process the three calls cost several
+//! times what they cost back to back (`HIPFFT_POOL_HOST_PROFILE`, runs 29 to 34 of
+//! docs/frameworks.md). `cold` reproduces that: before each transform (untimed) it reads a
+//! buffer larger than the L2 cache. Each figure is the median over transforms of the time
+//! of the three calls, less the median of an empty timed region (the clock's own cost).
+//!
+//!     cargo bench -p hipfft-pool-intercept --bench mlx_pattern [-- TRANSFORMS [EVICT_MIB]]
+
+use std::hint::black_box;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use hipfft_pool::runtime::null::NullRuntime;
+use hipfft_pool::{DevicePtr, PoolConfig, RawStream, Runtime};
+use hipfft_pool_intercept::{Engine, ExecKind, Flavor, PlanRequest, entry};
+
+/// Runs `body` as an exported function would (re-entrancy route, then the panic boundary).
+fn exported(name: &'static str, real: &OnceLock<usize>, body: impl FnOnce() -> Result<(), hipfft_pool_intercept::Fail>) -> i32 {
+    match entry::reentry(Flavor::Cufft, name, real) {
+        entry::Route::Serve => entry::serve(Flavor::Cufft, name, body),
+        _ => unreachable!("the bench never calls from inside the interposer"),
+    }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; numbers are ours.
+    let nums: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let transforms = nums.first().copied().unwrap_or(20_000);
+    let evict_mib = nums.get(1).copied().unwrap_or(8);
+    let shapes: Vec<_> =
+        hipfft_pool::check::probe::embedded_shapes().iter().map(|s| s.desc(0).expect("valid probe shape")).collect();
+    let n = shapes.len();
+    let null = Arc::new(NullRuntime::default());
+    let rt: Arc<dyn Runtime> = null.clone();
+    let config = PoolConfig::builder()
+        .capacity(128)
+        .private_ceiling(128)
+        .acquire_timeout(Duration::from_secs(30))
+        .build()
+        .expect("config");
+    let engine = Engine::over_runtime(Flavor::Cufft, config, rt).expect("engine over the null runtime");
+    let handles: Vec<u64> = shapes
+        .iter()
+        .map(|d| {
+            let r = PlanRequest::basic(d.transform.raw(), d.dims(), d.batch).expect("probe request");
+            engine.plan(&r, "cufftPlanMany").expect("virtual handle")
+        })
+        .collect();
+    let dirs: Vec<i32> = shapes.iter().map(|d| if d.transform.is_inverse_real() { 1 } else { -1 }).collect();
+    let stream = RawStream(0x7000);
+    let (input, output, area) = (DevicePtr(0x10_0000), DevicePtr(0x20_0000), DevicePtr(0x30_0000));
+    static SET_STREAM: OnceLock<usize> = OnceLock::new();
+    static SET_AREA: OnceLock<usize> = OnceLock::new();
+    static XT_EXEC: OnceLock<usize> = OnceLock::new();
+    let transform = |i: usize| {
+        let h = handles[i];
+        assert_eq!(exported("cufftSetStream", &SET_STREAM, || engine.set_stream(h, stream, "cufftSetStream")), 0);
+        assert_eq!(exported("cufftSetWorkArea", &SET_AREA, || engine.set_work_area(h, area, "cufftSetWorkArea")), 0);
+        null.set_capturing(Some(stream));
+        let r = exported("cufftXtExec", &XT_EXEC, || engine.exec(h, ExecKind::Xt, "cufftXtExec", input, output, dirs[i]));
+        null.set_capturing(None);
+        assert_eq!(r, 0);
+    };
+    // The first round captures every handle once: each plan becomes resident.
+    (0..n).for_each(transform);
+    let residents = serde_json::from_str::<serde_json::Value>(&engine.metrics_json()).expect("metrics")["capture_residents"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(residents, n as u64, "every plan resident after one captured round");
+
+    let evict = vec![1u8; evict_mib << 20];
+    let mut sink = 0u64;
+    let mut measure = |cold: bool, work: &mut dyn FnMut(usize)| -> u64 {
+        let mut times = Vec::with_capacity(transforms);
+        for k in 0..transforms {
+            if cold {
+                // Every line of a buffer larger than the L2, as a framework's own work would.
+                sink = evict.iter().step_by(64).fold(sink, |a, &b| a.wrapping_add(b as u64));
+            }
+            let t = Instant::now();
+            work(k % n);
+            times.push(t.elapsed().as_nanos() as u64);
+        }
+        median(times)
+    };
+    let clock_hot = measure(false, &mut |i| {
+        black_box(i);
+    });
+    let clock_cold = measure(true, &mut |i| {
+        black_box(i);
+    });
+    let hot = measure(false, &mut |i| transform(i));
+    let cold = measure(true, &mut |i| transform(i));
+    black_box(sink);
+    println!(
+        "mlx_pattern: {transforms} transforms of {n} resident handles (set-stream, set-work-area, captured exec), ns per transform: \
+         hot {} (clock {clock_hot}), cold {} after reading {evict_mib} MiB (clock {clock_cold})",
+        hot.saturating_sub(clock_hot),
+        cold.saturating_sub(clock_cold),
+    );
+    let m: serde_json::Value = serde_json::from_str(&engine.metrics_json()).expect("metrics");
+    // Ground truth from the runtime: no plan was made after the first round.
+    assert_eq!(null.plans_made(), n);
+    assert!(m["resident_execs"].as_u64().unwrap_or(0) >= 2 * transforms as u64, "{m}");
+}
