@@ -65,14 +65,9 @@ pub struct StalledCall {
 #[derive(Clone, Copy)]
 struct Call {
     kind: CallKind,
-    /// The caller's `&Arc<C>` of its ceiling, read only when a report quotes it (through
-    /// `counts`): registering reads nothing of the device that holds it, a line a hot
-    /// execution would otherwise pull in. Valid while the call is registered: the caller
-    /// holds its device (and so its ceiling) for the whole call, and the registration ends
-    /// before the call returns.
-    ceiling: *const (),
-    /// Turns `ceiling` back into the counts it points at.
-    counts: unsafe fn(*const ()) -> *const dyn LiveCounts,
+    /// Valid while the call is registered: the caller holds its device (and so its
+    /// ceiling) for the whole call, and the registration ends before the call returns.
+    ceiling: *const dyn LiveCounts,
     /// Valid while the call is registered, as `ceiling`: the guard borrows it (no copy of
     /// the descriptor on the hot path).
     desc: *const PlanDesc,
@@ -95,18 +90,12 @@ impl Call {
 // registered (see above).
 unsafe impl Send for Call {}
 
-/// Calls one thread registers at once in its own list (more only when calls nest; beyond,
-/// they go to the watchdog's slab).
-const THREAD_SLOTS: usize = 4;
-
 #[cfg_attr(loom, allow(dead_code))]
 /// One thread's registered calls (none or one, more only when calls nest), in slots that
-/// keep their index while registered. Only its thread writes it, apart from the scans. The
-/// slots sit inline beside the lock: a registration writes the lock's line and the slot's,
-/// no buffer elsewhere (cold in a framework's process, each line costs tens of ns).
+/// keep their index while registered. Only its thread writes it, apart from the scans.
 struct ThreadCalls {
     name: Arc<str>,
-    calls: parking_lot::Mutex<[Option<Call>; THREAD_SLOTS]>,
+    calls: parking_lot::Mutex<Vec<Option<Call>>>,
 }
 
 /// Every thread that registered a call, for the scanners; a thread's list goes with it.
@@ -121,7 +110,7 @@ thread_local! {
             Some(n) => n.into(),
             None => format!("{:?}", t.id()).into(),
         };
-        let mine = Arc::new(ThreadCalls { name, calls: parking_lot::Mutex::new([None; THREAD_SLOTS]) });
+        let mine = Arc::new(ThreadCalls { name, calls: parking_lot::Mutex::new(Vec::new()) });
         let mut all = THREADS.lock();
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(&mine));
@@ -168,7 +157,12 @@ impl Drop for CallGuard<'_> {
             Registered::Thread(mine, slot) => {
                 // SAFETY: see `Registered::Thread`.
                 let mine = unsafe { &*mine };
-                mine.calls.lock()[slot].take()
+                let mut calls = mine.calls.lock();
+                let call = calls[slot].take();
+                while calls.last().is_some_and(Option::is_none) {
+                    calls.pop();
+                }
+                call
             }
             Registered::Slab(slot) => {
                 let mut slab = self.dog.slab.lock();
@@ -199,24 +193,18 @@ impl Watchdog {
     /// pointer to it is kept (no reference count on the hot path), valid because the caller
     /// holds the `Arc` for longer than the guard.
     pub(crate) fn enter<'a, C: LiveCounts + 'static>(&'a self, kind: CallKind, desc: &'a PlanDesc, ceiling: &Arc<C>) -> CallGuard<'a> {
-        /// # Safety
-        /// `p` is the `&Arc<C>` `enter` was given, still alive.
-        unsafe fn counts_of<C: LiveCounts + 'static>(p: *const ()) -> *const dyn LiveCounts {
-            // SAFETY: the caller's promise.
-            let arc = unsafe { &*p.cast::<Arc<C>>() };
-            Arc::as_ptr(arc) as *const dyn LiveCounts
-        }
-        let ceiling = (ceiling as *const Arc<C>).cast::<()>();
-        let call = Call { kind, ceiling, counts: counts_of::<C>, desc, dog: self.id, age: 0, reported: false };
+        let ceiling: *const C = Arc::as_ptr(ceiling);
+        let ceiling = ceiling as *const dyn LiveCounts;
+        let call = Call { kind, ceiling, desc, dog: self.id, age: 0, reported: false };
         #[cfg(not(loom))]
-        if let Ok(Some((mine, slot))) = MINE.try_with(|mine| {
+        let call = match MINE.try_with(|mine| {
             let mut calls = mine.calls.lock();
-            let slot = calls.iter().position(Option::is_none)?;
-            calls[slot] = Some(call);
-            Some((Arc::as_ptr(mine), slot))
+            calls.push(Some(call));
+            (Arc::as_ptr(mine), calls.len() - 1)
         }) {
-            return CallGuard { dog: self, at: Registered::Thread(mine, slot), _desc: std::marker::PhantomData };
-        }
+            Ok((mine, slot)) => return CallGuard { dog: self, at: Registered::Thread(mine, slot), _desc: std::marker::PhantomData },
+            Err(_) => call,
+        };
         let thread: Arc<str> = format!("{:?}", std::thread::current().id()).into();
         let mut slab = self.slab.lock();
         let slot = match slab.free.pop() {
@@ -317,7 +305,7 @@ impl Watchdog {
 fn describe(c: &Call, thread: &str, elapsed: Duration) -> StalledCall {
     // SAFETY: called under the lock of the list holding `c`, while it is registered (see
     // `Call::ceiling`).
-    let ceiling = unsafe { &*(c.counts)(c.ceiling) };
+    let ceiling = unsafe { &*c.ceiling };
     let hint = match c.kind {
         CallKind::Destroy => {
             "; hipfftDestroy can reach hipFree, which synchronizes every stream of the device: \
@@ -404,22 +392,6 @@ mod tests {
         assert_eq!(w.stalled().len(), 1);
         drop(again);
         assert_eq!(w.scan_device(None), 0);
-        MINE.with(|m| assert!(m.calls.lock().iter().all(Option::is_none), "the thread's list is empty again"));
-    }
-
-    #[test]
-    fn calls_nested_past_the_threads_slots_go_to_the_slab_and_are_still_watched() {
-        let (w, c) = (dog(), Arc::new(Counts));
-        let d = PlanDesc::new(TransformType::C2C, &[8], 1);
-        let guards: Vec<_> = (0..THREAD_SLOTS + 2).map(|_| w.enter(CallKind::Exec, &d, &c)).collect();
-        assert_eq!(w.slab.lock().calls.iter().flatten().count(), 2, "two calls past the thread's slots");
-        w.scan();
-        assert_eq!(w.scan_device(None), THREAD_SLOTS + 2);
-        let stalled = w.stalled();
-        assert_eq!(stalled.len(), THREAD_SLOTS + 2);
-        assert!(stalled.iter().all(|s| s.message.contains("3 live of ceiling 4")), "{:?}", stalled[0].message);
-        drop(guards);
-        assert_eq!(w.scan_device(None), 0);
-        MINE.with(|m| assert!(m.calls.lock().iter().all(Option::is_none)));
+        MINE.with(|m| assert!(m.calls.lock().is_empty(), "the thread's list is empty again"));
     }
 }
