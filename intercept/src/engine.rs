@@ -774,7 +774,6 @@ impl Engine {
     /// instead of two more library calls before it. The execution sets whatever still
     /// differs, so a bind that fails or finds no lease costs nothing but itself.
     fn bind_ahead(&self, s: &Settings, stream: Option<RawStream>, area: Option<DevicePtr>) {
-        let Some(desc) = s.desc else { return };
         let bind = |lease: &Lease| {
             // An area sized by the plan call's report, too small for this real plan, is
             // refused by the execution; it is never bound.
@@ -786,7 +785,7 @@ impl Engine {
             // for the executions that follow; the next execution passes its own anyway.
             let _ = unsafe { lease.bind(stream, area) };
         };
-        let _ = desc;
+        // A handle with no plan yet holds no lease: nothing matches.
         match (&s.sticky, &s.resident, &s.prepared) {
             (Some(l), _, _) if s.sticky_stream == s.stream => bind(l),
             (_, Some(l), _) => bind(l),
