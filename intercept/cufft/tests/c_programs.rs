@@ -317,3 +317,8 @@ fn a_manifest_recorded_at_exit_warms_up_the_next_run() {
     assert!(get(&warm, "creations") <= get(&cold, "creations"), "a plan was made twice: {warm} against {cold}");
     assert!(warm["sim_violations"].as_array().unwrap().is_empty(), "{warm}");
 }
+
+#[test]
+fn the_host_profile_times_every_export_the_program_called() {
+    host_profile_counts_every_export(program(), LIB, "cufft");
+}

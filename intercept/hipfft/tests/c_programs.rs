@@ -203,3 +203,8 @@ fn captured_executions_hold_their_plans_until_the_graph_ran() {
         }
     }
 }
+
+#[test]
+fn the_host_profile_times_every_export_the_program_called() {
+    host_profile_counts_every_export(program(), LIB, "hipfft");
+}

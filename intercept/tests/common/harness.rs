@@ -247,3 +247,38 @@ pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
         }
     }
 }
+
+/// `HIPFFT_POOL_HOST_PROFILE=1`: the metrics JSON times every export the program called, as
+/// many times as it called it (the MLX pattern: per transform one set-stream, one
+/// set-work-area and one Xt execution), with the time inside the library apart. `api` is the
+/// exports' prefix (`cufft`, `hipfft`).
+pub fn host_profile_counts_every_export(program: &Path, lib: &str, api: &str) {
+    let dir = work_dir(&format!("{lib}_host_profile"));
+    let out = dir.join("m.json");
+    let env = [
+        ("HIPFFT_POOL_RUNTIME", "sim"),
+        ("HIPFFT_POOL_LIVE_CEILING", "64"),
+        ("HIPFFT_POOL_HOST_PROFILE", "1"),
+        ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+    ];
+    let o = run(program, &["mlx", "20", "64"], &env, true);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok 80 MLX-pattern ops checked (cache 64)"), "{}", show(&o));
+    let m = metrics(&out);
+    let p = &m["host_profile"];
+    // 80 ops of two steps each (fft2 over rows): 160 transforms.
+    for call in ["SetStream", "SetWorkArea", "XtExec"] {
+        let e = &p[format!("{api}{call}")];
+        assert_eq!(e["calls"].as_u64(), Some(160), "{api}{call}: {m}");
+        let (whole, own) = (e["ns_per_call"].as_f64().unwrap(), e["own_ns_per_call"].as_f64().unwrap());
+        assert!(whole > 0.0 && own > 0.0 && own <= whole, "{api}{call}: {e}");
+    }
+    // Every execution reached the library once; its time counts toward the export's.
+    assert_eq!(p["library:exec"]["calls"].as_u64(), Some(160), "{m}");
+    let xt = &p[format!("{api}XtExec")];
+    assert!(xt["library_ns_per_call"].as_f64().unwrap() > 0.0, "{xt}");
+    // Off, there is no profile.
+    let plain = dir.join("plain.json");
+    let env = [("HIPFFT_POOL_RUNTIME", "sim"), ("HIPFFT_POOL_METRICS_OUT", plain.to_str().unwrap())];
+    run(program, &["mlx", "20", "64"], &env, true);
+    assert!(metrics(&plain).get("host_profile").is_none());
+}
