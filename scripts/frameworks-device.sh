@@ -360,6 +360,10 @@ diag)
       HIPFFT_POOL_POLL_US=0 pre "gap-cycle-new-nopoll-$i" 60 128 $b
     done
     ;;
+  check)
+    # test_fft.py once at each ceiling (128, 26, 12) with the interposer's defaults.
+    for c in 128 26 12; do pre "check-c$c" 90 $c $t -s; done
+    ;;
   profile)
     # The interposer's own host time under MLX (HIPFFT_POOL_HOST_PROFILE, in the metrics
     # JSON), beside native and unprofiled runs of the same cycle.
