@@ -70,21 +70,31 @@ finish() {
   note "logs: $phase-logs.tgz"
 }
 
+# Keeps MLX's first part for the next call (the machine stays warm 30 s between calls).
+keep_mlx_part() {
+  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
+}
+
+# Builds the encoder probe (scripts/probes/mlx_encoder_pattern.c) as /tmp/mep.
+build_probe() {
+  gcc -O2 -o /tmp/mep "$root/scripts/probes/mlx_encoder_pattern.c" -I/usr/local/cuda/include \
+    -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+}
+
 note "== $phase $(date -u +%FT%TZ) commit $(cat "$dir/run/COMMIT" 2>/dev/null || echo unknown)"
 nvidia-smi -L 2>&1 | tee -a "$summary"
 
 case $phase in
 keep)
-  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ && note "kept mlx.part.aa"
+  keep_mlx_part
   ;;
 probe)
   # MLX's command encoder around cuFFT without MLX (scripts/probes/mlx_encoder_pattern.c):
   # which of its steps breaks when plans are destroyed soon after use, natively, and whether
   # the interposer's resident plans keep it right at ceiling 12. Keeps mlx.part.aa too.
-  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
-  gcc -O2 -o /tmp/mep "$root/scripts/probes/mlx_encoder_pattern.c" -I/usr/local/cuda/include \
-    -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  keep_mlx_part
+  build_probe
   p="/tmp/mep --buffers ${BUFFERS:-200}"
   for i in 1 2; do
     run "probe-native-mlx-way-$i" 60 $p --cache 8 --extract 1 --update 1
@@ -105,38 +115,29 @@ gap)
   # cache 128 (every plan kept, values unchecked), natively as MLX calls cuFFT, natively with
   # SetStream/SetWorkArea moved inside the capture and with the typed execs (what the
   # interposer did up to c5e25c7), and through the interposer as of $dir/lib-old (when staged)
-  # and $dir/lib, in turn. Keeps mlx.part.aa for DIAG=gap.
-  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
-  gcc -O2 -o /tmp/mep "$root/scripts/probes/mlx_encoder_pattern.c" -I/usr/local/cuda/include \
-    -L/usr/local/cuda/lib64 -lcufft -lcudart -lcuda -lpthread -lm 2>&1 | tee -a "$summary"
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # and $dir/lib, in turn. Keeps mlx.part.aa for DIAG=gap. PROFILE_ONLY=1 runs natively,
+  # the two builds, and $dir/lib with the host profile (HIPFFT_POOL_HOST_PROFILE: per export,
+  # the time inside the real libraries and the rest) instead of the native variants.
+  keep_mlx_part
+  build_probe
   p="/tmp/mep --cache 0 --check 0 --buffers ${BUFFERS:-4000}"
-  if [ -n "${PROFILE_ONLY:-}" ]; then
-    # The interposer's own host time in the probe (HIPFFT_POOL_HOST_PROFILE: per export, the
-    # time inside the real libraries and the rest), beside native and unprofiled runs.
-    for i in 1 2 3; do
-      run "gap-native-$i" 60 $p
-      [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-pool-old-$i" 60 128 $p
-      pre "gap-pool-new-$i" 60 128 $p
-      HIPFFT_POOL_HOST_PROFILE=1 pre "gap-pool-profile-$i" 60 128 $p
-    done
-    for f in "$logs"/gap-*.log; do echo "$(basename "$f" .log): $(grep -h '^RESULT' "$f" | grep -o '[0-9.]* us per op')" >>"$summary"; done
-    finish
-    exit 0
-  fi
   for i in 1 2 3; do
     run "gap-native-$i" 60 $p
-    run "gap-native-set-inside-$i" 60 $p --set-inside 1
-    run "gap-native-typed-$i" 60 $p --typed 1
-    run "gap-native-set-inside-typed-$i" 60 $p --set-inside 1 --typed 1
+    if [ -z "${PROFILE_ONLY:-}" ]; then
+      run "gap-native-set-inside-$i" 60 $p --set-inside 1
+      run "gap-native-typed-$i" 60 $p --typed 1
+      run "gap-native-set-inside-typed-$i" 60 $p --set-inside 1 --typed 1
+    fi
     [ -f "$dir/lib-old/libhipfft_pool_cufft.so" ] && lib=$dir/lib-old/libhipfft_pool_cufft.so pre "gap-pool-old-$i" 60 128 $p
     pre "gap-pool-new-$i" 60 128 $p
+    [ -n "${PROFILE_ONLY:-}" ] && HIPFFT_POOL_HOST_PROFILE=1 pre "gap-pool-profile-$i" 60 128 $p
   done
-  for f in "$logs"/gap-*.log; do echo "$(basename "$f" .log): $(grep -h '^DETAIL' "$f")" >>"$summary"; done
+  for f in "$logs"/gap-*.log; do
+    echo "$(basename "$f" .log): $(grep -h '^RESULT' "$f" | grep -o '[0-9.]* us per op') $(grep -h '^DETAIL' "$f")" >>"$summary"
+  done
   ;;
 torch)
-  # Keep MLX's first part for the next call (the machine stays warm 30 s between calls).
-  mkdir -p /tmp/mlxparts && cp "$dir"/mlx/mlx.part.aa /tmp/mlxparts/ 2>/dev/null && note "kept mlx.part.aa"
+  keep_mlx_part
   python3 -c "import torch, cupy, numpy; print('torch', torch.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)" 2>&1 | tee -a "$summary"
   r=$dir/run
   run torch-native 100 python3 "$r/torch_spectral_subset.py"
