@@ -402,14 +402,10 @@ unsafe impl Runtime for CudaBackend {
     ) -> Result<()> {
         let h = handle(plan);
         let _inside = crate::entry::Inside::enter();
-        if rebind.stream {
-            // SAFETY: a live handle of this library (the pool leases it to exactly one caller).
-            Self::cufft("cufftSetStream", unsafe { (self.fft.set_stream)(h, stream(s)) })?;
-        }
-        if let Some(w) = work_area.filter(|_| rebind.work_area) {
-            // SAFETY: as above; the area holds the plan's work size (the lease checked it).
-            Self::cufft("cufftSetWorkArea", unsafe { (self.fft.set_work_area)(h, w.as_ptr()) })?;
-        }
+        let (set_s, set_w) = rebind.pick(s, work_area);
+        // SAFETY: the caller's contract: a live handle of this library (the pool leases it
+        // to exactly one caller), a live stream, an area of the plan's work size.
+        unsafe { self.plan_bind(plan, set_s, set_w) }?;
         let (i, o, d) = (input.as_ptr(), output.as_ptr(), direction.raw());
         // SAFETY: device buffers the caller passed for this transform, as cuFFT requires.
         let (call, r) = unsafe {

@@ -115,6 +115,23 @@ pub struct Rebind {
 impl Rebind {
     /// Set both, as [`Runtime::plan_exec`] does.
     pub const ALL: Rebind = Rebind { stream: true, work_area: true };
+
+    /// Of an execution's stream and work area, what to set first: the arguments of the
+    /// [`Runtime::plan_bind`] a runtime makes before the transform.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use hipfft_pool::{DevicePtr, RawStream, Rebind};
+    ///
+    /// let (s, w) = (RawStream(7), Some(DevicePtr(0x1000)));
+    /// assert_eq!(Rebind::ALL.pick(s, w), (Some(s), w));
+    /// assert_eq!(Rebind { stream: false, work_area: true }.pick(s, w), (None, w));
+    /// assert_eq!(Rebind { stream: true, work_area: true }.pick(s, None), (Some(s), None));
+    /// ```
+    pub fn pick(self, stream: RawStream, work_area: Option<DevicePtr>) -> (Option<RawStream>, Option<DevicePtr>) {
+        (self.stream.then_some(stream), work_area.filter(|_| self.work_area))
+    }
 }
 
 /// Which runtime a value came from.

@@ -166,16 +166,12 @@ unsafe impl Runtime for CudaRuntime {
         direction: Direction,
         rebind: Rebind,
     ) -> Result<()> {
+        let (s, w) = rebind.pick(stream, work_area);
         // SAFETY: the caller upholds `Runtime::plan_exec_bound`'s contract, which
         // covers each cuFFT call's (live plan of `transform`, live stream, buffers and work
         // area of the plan's sizes kept until completion; what is skipped the plan carries).
         unsafe {
-            if rebind.stream {
-                result::cufft_set_stream(plan, stream)?;
-            }
-            if let Some(work) = work_area.filter(|_| rebind.work_area) {
-                result::cufft_set_work_area(plan, work)?;
-            }
+            self.plan_bind(plan, s, w)?;
             result::cufft_exec(plan, transform, input, output, direction.raw())
         }
     }

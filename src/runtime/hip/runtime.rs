@@ -294,16 +294,12 @@ unsafe impl Runtime for HipRuntime {
     ) -> Result<()> {
         let h = handle(plan);
         let (i, o) = (input.as_ptr::<c_void>(), output.as_ptr::<c_void>());
+        let (s, w) = rebind.pick(stream_, work_area);
         // SAFETY: the caller upholds `Runtime::plan_exec_bound`'s contract: a live plan made
         // for `transform`, a live stream, buffers and work area of the plan's sizes (what is
         // skipped, the plan carries).
         unsafe {
-            if rebind.stream {
-                result::set_stream(&self.fft, h, stream(stream_))?;
-            }
-            if let Some(area) = work_area.filter(|_| rebind.work_area) {
-                result::set_work_area(&self.fft, h, area.as_ptr())?;
-            }
+            self.plan_bind(plan, s, w)?;
             match transform {
                 TransformType::C2C => result::exec_c2c(&self.fft, h, i, o, direction.raw()),
                 TransformType::Z2Z => result::exec_z2z(&self.fft, h, i, o, direction.raw()),
