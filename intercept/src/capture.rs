@@ -264,11 +264,6 @@ impl Residents {
         self.len() == 0
     }
 
-    /// Whether a plan for `desc` is resident.
-    pub fn holds(&self, desc: &PlanDesc) -> bool {
-        !self.is_empty() && self.plans.read().contains_key(desc)
-    }
-
     /// A lease on the resident plan for `desc`, if there is one.
     pub fn lease(&self, desc: &PlanDesc) -> Option<Lease> {
         if self.is_empty() {
@@ -359,7 +354,7 @@ mod tests {
         assert!(r.admit(&a) && r.admit(&b), "room for two");
         assert!(r.admit(&a), "a resident plan is admitted again");
         assert!(!r.admit(&c), "the limit is reached");
-        assert_eq!((r.len(), r.holds(&desc(8)), r.holds(&desc(32))), (2, true, false));
+        assert_eq!((r.len(), r.get(&desc(8)).is_some(), r.get(&desc(32)).is_some()), (2, true, false));
         let served = r.lease(&desc(16)).expect("a lease on the resident");
         assert_eq!(served.plan(), b.plan());
         for l in [a, b, c, served] {
