@@ -380,6 +380,7 @@ impl Engine {
         w.iter().for_each(|w| warn(w));
         let (budget, w) = Arena::budget_from_env();
         w.iter().for_each(|w| warn(w));
+        crate::profile::warning().into_iter().for_each(warn);
         let mut sim = None;
         let (rt, library): (Arc<dyn Runtime>, String) = match (config.runtime, flavor) {
             (RuntimeChoice::Sim, _) => {

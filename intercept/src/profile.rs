@@ -21,10 +21,32 @@ use hipfft_pool::{
 };
 use parking_lot::Mutex;
 
-/// Whether `HIPFFT_POOL_HOST_PROFILE` asks for the profile (read once).
+/// `HIPFFT_POOL_HOST_PROFILE`, read once: whether the profile is on, and a warning for a
+/// value that is neither on nor off.
+fn state() -> &'static (bool, Option<String>) {
+    static STATE: OnceLock<(bool, Option<String>)> = OnceLock::new();
+    STATE.get_or_init(|| parse(std::env::var("HIPFFT_POOL_HOST_PROFILE").ok().as_deref()))
+}
+
+/// A value of `HIPFFT_POOL_HOST_PROFILE`: `1`, `true`, `on` turn the profile on; unset,
+/// empty, `0`, `false`, `off` leave it off; anything else leaves it off with a warning that
+/// names the value.
+pub fn parse(raw: Option<&str>) -> (bool, Option<String>) {
+    match raw.map(str::trim) {
+        None | Some("" | "0" | "false" | "off") => (false, None),
+        Some("1" | "true" | "on") => (true, None),
+        Some(v) => (false, Some(format!("HIPFFT_POOL_HOST_PROFILE={v:?} ignored (1, true or on turn the host profile on); it stays off"))),
+    }
+}
+
+/// Whether `HIPFFT_POOL_HOST_PROFILE` asks for the profile.
 pub fn on() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("HIPFFT_POOL_HOST_PROFILE").is_ok_and(|v| !v.is_empty() && v != "0"))
+    state().0
+}
+
+/// The warning for a value of `HIPFFT_POOL_HOST_PROFILE` that was ignored, if any.
+pub fn warning() -> Option<&'static str> {
+    state().1.as_deref()
 }
 
 thread_local! {
@@ -175,6 +197,20 @@ unsafe impl Decorator for Profiled {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_variable_takes_on_and_off_and_names_anything_else() {
+        assert_eq!(parse(None), (false, None));
+        for v in ["", "0", "false", "off"] {
+            assert_eq!(parse(Some(v)), (false, None), "{v:?}");
+        }
+        for v in ["1", "true", "on", " 1 "] {
+            assert_eq!(parse(Some(v)), (true, None), "{v:?}");
+        }
+        let (on, warning) = parse(Some("yes please"));
+        assert!(!on);
+        assert!(warning.unwrap().contains("HIPFFT_POOL_HOST_PROFILE=\"yes please\" ignored"));
+    }
 
     #[test]
     fn library_time_counts_toward_the_call_it_happened_in() {
