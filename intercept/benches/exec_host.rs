@@ -13,46 +13,23 @@
 //!
 //! The target (issue 15): `exported_exec` at most 300 ns over `null_plan_exec`.
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hipfft_pool::runtime::null::NullRuntime;
-use hipfft_pool::{DevicePtr, Direction, PlanOptions, PoolConfig, RawStream, Runtime};
-use hipfft_pool_intercept::{Engine, ExecKind, Flavor, PlanRequest, entry};
+use hipfft_pool::{DevicePtr, Direction, PlanOptions, RawStream, Runtime};
+use hipfft_pool_intercept::{ExecKind, Flavor, entry};
 
 fn exec_host(c: &mut Criterion) {
-    let shapes: Vec<_> = hipfft_pool::check::probe::embedded_shapes()
-        .iter()
-        .map(|s| s.desc(0).expect("valid probe shape"))
-        .collect();
+    let common::ProbeEngine { null, engine, shapes, handles, dirs } = common::probe_engine();
     let n = shapes.len();
-    let null = Arc::new(NullRuntime::default());
     let rt: Arc<dyn Runtime> = null.clone();
-    let config = PoolConfig::builder()
-        .capacity(128)
-        .private_ceiling(128)
-        .acquire_timeout(Duration::from_secs(30))
-        .build()
-        .expect("config");
-    let engine = Engine::over_runtime(Flavor::Cufft, config, rt.clone())
-        .expect("engine over the null runtime");
-    let handles: Vec<u64> = shapes
-        .iter()
-        .map(|d| {
-            let r =
-                PlanRequest::basic(d.transform.raw(), d.dims(), d.batch).expect("probe request");
-            engine.plan(&r, "cufftPlanMany").expect("virtual handle")
-        })
-        .collect();
     let kinds: Vec<ExecKind> = shapes
         .iter()
         .map(|d| ExecKind::Typed(d.transform))
-        .collect();
-    let dirs: Vec<i32> = shapes
-        .iter()
-        .map(|d| if d.transform.is_inverse_real() { 1 } else { -1 })
         .collect();
     let (input, output) = (DevicePtr(0x10_0000), DevicePtr(0x20_0000));
     let exec = |i: usize| engine.exec(handles[i], kinds[i], "cufftExecC2C", input, output, dirs[i]);

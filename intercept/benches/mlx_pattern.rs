@@ -15,13 +15,14 @@
 //!
 //!     cargo bench -p hipfft-pool-intercept --bench mlx_pattern [-- TRANSFORMS [EVICT_MIB]]
 
-use std::hint::black_box;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+mod common;
 
-use hipfft_pool::runtime::null::NullRuntime;
-use hipfft_pool::{DevicePtr, PoolConfig, RawStream, Runtime};
-use hipfft_pool_intercept::{Engine, ExecKind, Flavor, PlanRequest, entry};
+use std::hint::black_box;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use hipfft_pool::{DevicePtr, RawStream};
+use hipfft_pool_intercept::{ExecKind, Flavor, entry};
 
 /// Runs `body` as an exported function would (re-entrancy route, then the panic boundary).
 fn exported(name: &'static str, real: &OnceLock<usize>, body: impl FnOnce() -> Result<(), hipfft_pool_intercept::Fail>) -> i32 {
@@ -41,26 +42,8 @@ fn main() {
     let nums: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let transforms = nums.first().copied().unwrap_or(20_000);
     let evict_mib = nums.get(1).copied().unwrap_or(8);
-    let shapes: Vec<_> =
-        hipfft_pool::check::probe::embedded_shapes().iter().map(|s| s.desc(0).expect("valid probe shape")).collect();
+    let common::ProbeEngine { null, engine, shapes, handles, dirs } = common::probe_engine();
     let n = shapes.len();
-    let null = Arc::new(NullRuntime::default());
-    let rt: Arc<dyn Runtime> = null.clone();
-    let config = PoolConfig::builder()
-        .capacity(128)
-        .private_ceiling(128)
-        .acquire_timeout(Duration::from_secs(30))
-        .build()
-        .expect("config");
-    let engine = Engine::over_runtime(Flavor::Cufft, config, rt).expect("engine over the null runtime");
-    let handles: Vec<u64> = shapes
-        .iter()
-        .map(|d| {
-            let r = PlanRequest::basic(d.transform.raw(), d.dims(), d.batch).expect("probe request");
-            engine.plan(&r, "cufftPlanMany").expect("virtual handle")
-        })
-        .collect();
-    let dirs: Vec<i32> = shapes.iter().map(|d| if d.transform.is_inverse_real() { 1 } else { -1 }).collect();
     let stream = RawStream(0x7000);
     let (input, output, area) = (DevicePtr(0x10_0000), DevicePtr(0x20_0000), DevicePtr(0x30_0000));
     static SET_STREAM: OnceLock<usize> = OnceLock::new();
