@@ -119,8 +119,12 @@ fn fft_pool_invariants_against_the_gpu() {
                     let d_out = DeviceBuffer::new(&rt, ext.output_bytes).unwrap();
                     let lease = pool.acquire(&desc).unwrap();
                     let work = (lease.work_size() > 0).then(|| DeviceBuffer::new(&rt, lease.work_size()).unwrap());
-                    lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), dir, work.as_ref().map(|w| w.ptr())).unwrap();
-                    lease.release_after(stream.raw()).unwrap();
+                    // SAFETY: buffers of the pool's runtime sized from the descriptor and the
+                    // plan's work size; they and the stream outlive the transform (synchronized
+                    // below before they are read or dropped).
+                    unsafe { lease.exec(stream.raw(), d_in.ptr(), d_out.ptr(), dir, work.as_ref().map(|w| w.ptr())) }.unwrap();
+                    // SAFETY: the stream is live until synchronized below.
+                    unsafe { lease.release_after(stream.raw()) }.unwrap();
                     stream.synchronize().unwrap();
                     let want = reference::expected_output(&desc, dir, &input);
                     worst = worst.max(reference::rel_l2_error(&reference::gather_output(&desc, &d_out.to_host().unwrap()), &want));
