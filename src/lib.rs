@@ -40,7 +40,7 @@ pub use observe::serve::MetricsServer;
 pub use observe::watchdog::{CallKind, StalledCall};
 pub use pool::ceiling::LiveCeiling;
 pub use pool::config::{CeilingScope, PoolConfig, PoolConfigBuilder};
-pub use pool::entry::BATCH_LIMIT;
+pub use pool::batch::BATCH_LIMIT;
 pub use pool::lease::{CapturedRelease, Lease, ReleaseAfterError};
 pub use pool::eviction::Eviction;
 pub use pool::manifest;

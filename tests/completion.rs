@@ -23,6 +23,8 @@ struct Watched {
     order: Mutex<Order>,
     queries: AtomicU64,
     records: AtomicU64,
+    /// `stream_is_capturing` calls.
+    capture_queries: AtomicU64,
     stalled: AtomicUsize,
 }
 
@@ -43,6 +45,7 @@ impl Watched {
             order: Mutex::default(),
             queries: AtomicU64::new(0),
             records: AtomicU64::new(0),
+            capture_queries: AtomicU64::new(0),
             stalled: AtomicUsize::new(usize::MAX),
         })
     }
@@ -67,6 +70,11 @@ unsafe impl Decorator for Watched {
         o.recorded.insert(event.0, (stream.0, seq));
         o.outstanding.entry(stream.0).or_default().push_back(seq);
         Ok(())
+    }
+    unsafe fn stream_is_capturing(&self, stream: RawStream) -> Result<bool> {
+        self.capture_queries.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the caller's contract, passed on to the sim unchanged.
+        unsafe { self.sim.stream_is_capturing(stream) }
     }
     unsafe fn event_query(&self, event: RawEvent) -> Result<bool> {
         self.queries.fetch_add(1, Ordering::Relaxed);
@@ -171,10 +179,12 @@ fn a_batch_of_releases_records_one_event_at_its_end() {
         unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
     }
     assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event before the batch ends");
+    assert_eq!(w.capture_queries.load(Ordering::SeqCst), 1, "capture asked about once, by the call that opened the batch");
     assert_eq!(pool.metrics().in_flight, 20, "every lease held until its batch ends");
     // SAFETY: as above.
     unsafe { pool.end_batch(stream.raw()) }.unwrap();
     assert_eq!(w.records.load(Ordering::SeqCst), 1, "one event for the whole batch");
+    assert_eq!(w.capture_queries.load(Ordering::SeqCst), 2, "and once by its end");
     // SAFETY: as above; a second end finds nothing to end.
     unsafe { pool.end_batch(stream.raw()) }.unwrap();
     assert_eq!(w.records.load(Ordering::SeqCst), 1);
@@ -269,4 +279,71 @@ fn a_batch_whose_event_fails_is_released_after_a_stream_synchronize() {
     }
     assert!(w.violations().is_empty(), "{:#?}", w.violations());
     assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn a_batch_is_not_ended_inside_a_capture_and_covers_a_graph_launched_before_its_end() {
+    // Ceiling 2: making two other keys destroys the batch's two plans, which the sim reports
+    // as a violation while any execution of theirs (the captured one included) is pending.
+    let w = Watched::new(SimConfig { exec_latency: Duration::from_millis(5), ..SimConfig::default() });
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 2, 2, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    let mut jobs = Vec::new();
+    let mut plans = Vec::new();
+    // Both plans made first: none may be made inside a capture.
+    let leases = [pool.acquire(&c2c(16, 4)).unwrap(), pool.acquire(&c2c(32, 4)).unwrap()];
+    for (i, lease) in leases.into_iter().enumerate() {
+        if i == 1 {
+            w.sim.begin_capture(stream.raw()).unwrap();
+        }
+        plans.push(lease.plan());
+        jobs.push(enqueue(&rt, &lease, &stream, i as u64));
+        // SAFETY: the test's stream, live until the batch ends below.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    assert_eq!(w.capture_queries.load(Ordering::SeqCst), 1, "the batch opened before the capture; the captured lease joined it");
+    // SAFETY: as above.
+    let err = unsafe { pool.end_batch(stream.raw()) }.expect_err("no event can end a batch inside a capture");
+    let text = err.to_string();
+    assert!(text.contains("stream") && text.contains("capturing") && text.contains("2 leases"), "{text}");
+    assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event recorded in the capture");
+    assert_eq!(pool.metrics().in_flight, 2, "the batch stays open, its leases held");
+    let graph = w.sim.end_capture(stream.raw()).unwrap();
+    w.sim.graph_launch(&graph, stream.raw()).unwrap();
+    // SAFETY: as above; the graph was launched on the stream before the batch's end.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert_eq!(w.records.load(Ordering::SeqCst), 1);
+    let a = pool.acquire(&c2c(64, 1)).unwrap();
+    let b = pool.acquire(&c2c(128, 1)).unwrap();
+    for p in &plans {
+        assert!(!w.sim.is_live(*p), "the batch's plans were destroyed to make room");
+    }
+    drop((a, b));
+    for job in jobs {
+        assert!(job.check(&stream) <= 1e-5, "the batch's transforms, the captured one too, ran on live plans");
+    }
+    assert!(w.violations().is_empty(), "{:#?}", w.violations());
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn a_release_in_batch_on_a_capturing_stream_opens_no_batch() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let stream = Stream::new(&rt).unwrap();
+    w.sim.begin_capture(stream.raw()).unwrap();
+    let lease = pool.acquire(&c2c(16, 1)).unwrap();
+    let job = enqueue(&rt, &lease, &stream, 7);
+    // SAFETY: the test's stream, live until the graph ran below.
+    unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    // SAFETY: as above; nothing is batched, so there is nothing to end.
+    unsafe { pool.end_batch(stream.raw()) }.expect("no batch opened");
+    assert_eq!(pool.metrics().in_flight, 1, "held until the graph runs");
+    let graph = w.sim.end_capture(stream.raw()).unwrap();
+    w.sim.graph_launch(&graph, stream.raw()).unwrap();
+    assert!(job.check(&stream) <= 1e-5);
+    wait_until("the host node after the captured execution released the lease", || pool.metrics().in_flight == 0);
+    assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event: the release rode in the graph");
 }

@@ -244,12 +244,15 @@ pub unsafe extern "C" fn hfp_lease_release(lease: *mut hfp_lease) -> hfp_status 
 /// completes, with no event now: `hfp_pool_end_batch(pool, stream)` records one event that
 /// covers every lease of the batch. For a host with a completion point per batch of
 /// executions (a command buffer's commit): one event per batch instead of one per call. A
-/// batch that reaches 64 leases is ended by the call that fills it. A stream that is
-/// capturing a graph, and the NULL, legacy (1) and per-thread (2) streams, take the
-/// `hfp_lease_release_after` path instead.
+/// batch that reaches 64 leases is ended by the call that fills it (not inside a capture:
+/// it grows instead). Whether the stream is capturing a graph is asked by the call that
+/// opens a batch: on a capturing stream no batch opens and the lease takes the
+/// `hfp_lease_release_after` path, as on the NULL, legacy (1) and per-thread (2) streams.
 ///
 /// `lease`: consumed, on success and on failure. `stream`: a `hipStream_t` of the pool's
-/// runtime that stays live until its batch ends. If the event of a batch that fills here
+/// runtime that stays live until its batch ends. Work captured into a graph from a stream
+/// whose batch opened before the capture is covered only if the batch ends after that
+/// graph was launched on the stream. If the event of a batch that fills here
 /// cannot be recorded, the stream is synchronized and the batch released; if that fails
 /// too, the batch's leases stay held for good and `HFP_RUNTIME_ERROR` is returned. NULL
 /// `lease`: `HFP_INVALID_ARGUMENT`.

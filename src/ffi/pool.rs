@@ -269,7 +269,9 @@ pub unsafe extern "C" fn hfp_pool_trim(pool: *mut hfp_pool) -> hfp_status {
 /// Ends the open batch of `stream` (`hfp_lease_release_in_batch`): records one event there,
 /// after which the pool releases every lease of the batch. Nothing to end is `HFP_OK`. If
 /// the event cannot be recorded, the stream is synchronized and the batch released; if that
-/// fails too, the batch's leases stay held and `HFP_RUNTIME_ERROR` is returned.
+/// fails too, the batch's leases stay held and `HFP_RUNTIME_ERROR` is returned. A stream
+/// that is capturing a graph gets `HFP_INVALID_ARGUMENT` naming `stream`, and its batch
+/// stays open: end it once the capture ended and the graph was launched on the stream.
 ///
 /// `pool`: borrowed. `stream`: a live `hipStream_t` of the pool's runtime.
 #[unsafe(no_mangle)]

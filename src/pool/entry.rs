@@ -16,6 +16,7 @@ use crate::desc::PlanDesc;
 use crate::error::Error;
 use crate::observe::counters::{Counters, Latency};
 use crate::observe::watchdog::{CallKind, Watchdog};
+use crate::pool::batch::OpenBatches;
 use crate::pool::ceiling::LiveCeiling;
 use crate::pool::completion::Completes;
 use crate::pool::device::{CeilingPlan, Device};
@@ -24,11 +25,6 @@ use crate::runtime::boundary::{DevicePtr, RawEvent, RawPlan, RawStream, Rebind, 
 use crate::sync::channel::Sender;
 use crate::sync::stat::AtomicU64;
 use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
-
-/// An open batch's stream: (device, stream handle).
-pub(crate) type BatchKey = (i32, usize);
-/// The leases of an open batch (one plan may appear more than once).
-pub(crate) type Batch = Vec<Held>;
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
@@ -51,7 +47,7 @@ pub(crate) struct Core {
     pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
     /// Leases released with `release_in_batch`, per (device, stream), waiting for the one
     /// event the batch's end records (`PlanPool::end_batch`, or the batch filling up).
-    pub open_batches: Mutex<HashMap<BatchKey, Batch, rustc_hash::FxBuildHasher>>,
+    pub batches: OpenBatches<Held>,
     /// Idle plans evicted (by any thread, under the pool lock) whose destroy has not yet
     /// returned: `shutdown` waits for them as for retired plans.
     pub destroying: AtomicUsize,
@@ -368,50 +364,9 @@ impl PlanEntry {
         // SAFETY: the caller's promise, passed on.
         unsafe { core.record_release(device, stream, held, Vec::new()) }.map_err(|(e, first, _)| (e, first))
     }
-
-    /// Adds the lease that `self` stands for to the open batch of `stream`, released once the
-    /// work enqueued on `stream` up to the batch's end completes. A batch that reaches
-    /// [`BATCH_LIMIT`] leases is ended here (one event). On failure every lease of that batch
-    /// comes back, still held.
-    ///
-    /// # Safety
-    /// `stream` is a live stream of the pool's runtime other than 0, 1 and 2, and stays live
-    /// until its batch is ended ([`crate::Lease::release_in_batch`]).
-    pub(crate) unsafe fn release_in_batch(held: Held, stream: RawStream) -> Result<(), (Error, Vec<Held>)> {
-        let core = held.core.clone();
-        let device = held.desc.device;
-        let full = {
-            let mut open = lock(&core.open_batches);
-            let batch = open.entry((device, stream.0)).or_default();
-            batch.push(held);
-            if batch.len() >= BATCH_LIMIT { open.remove(&(device, stream.0)) } else { None }
-        };
-        match full {
-            // SAFETY: the caller's promise: the stream is live until its batch ends, here.
-            Some(batch) => unsafe { core.end_batch(device, stream, batch) },
-            None => Ok(()),
-        }
-    }
 }
 
-/// Most leases one open batch holds: the `release_in_batch` that reaches it ends the batch
-/// (one event), so a host that ends batches late holds at most this many leases per stream.
-pub const BATCH_LIMIT: usize = 64;
-
 impl Core {
-    /// Takes the open batches of `stream` (on every device: a stream handle is one device's,
-    /// but the key carries the device the leases' plans were made on).
-    pub(crate) fn take_batches(&self, stream: RawStream) -> Vec<(BatchKey, Batch)> {
-        let mut open = lock(&self.open_batches);
-        let keys: Vec<(i32, usize)> = open.keys().filter(|k| k.1 == stream.0).copied().collect();
-        keys.into_iter().filter_map(|k| open.remove(&k).map(|b| (k, b))).collect()
-    }
-
-    /// Leases waiting in open batches (no event recorded for them yet).
-    pub(crate) fn batched_leases(&self) -> usize {
-        lock(&self.open_batches).values().map(Vec::len).sum()
-    }
-
     /// Ends a batch: one event on `stream` covers every lease in it.
     ///
     /// # Safety

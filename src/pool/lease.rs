@@ -7,8 +7,10 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 
 use crate::desc::{Direction, PlanDesc, TransformType};
+use crate::pool::batch::Added;
 use crate::pool::entry::{Core, Held, PlanEntry};
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
@@ -514,10 +516,14 @@ impl Lease {
     /// is ended by the call that fills it. For a host with a completion point per batch of
     /// executions (a command buffer's commit): one event per batch instead of one per call.
     ///
-    /// A stream that is capturing a graph, and the streams 0, 1 and 2 (legacy and
-    /// per-thread default streams, which name a different stream on each thread), take the
-    /// [`Lease::release_after`] path instead. Until its batch ends, the lease holds its plan
-    /// as any lease does: a miss at a full ceiling waits for it.
+    /// Whether the stream is capturing a graph is asked once per batch, by the call that
+    /// opens it, not on every call: on a capturing stream no batch opens and the lease takes
+    /// the [`Lease::release_after`] path (a host node after its work in the graph). So do
+    /// the streams 0, 1 and 2 (legacy and per-thread default streams, which name a different
+    /// stream on each thread). A batch is not ended inside a capture: the call that fills
+    /// it then lets it grow, and `end_batch` returns an error and leaves it open. Until its
+    /// batch ends, the lease holds its plan as any lease does: a miss at a full ceiling
+    /// waits for it.
     ///
     /// If the event of a batch that fills here cannot be recorded, the stream is
     /// synchronized and the batch released; if that fails too, its leases stay held for good
@@ -526,6 +532,9 @@ impl Lease {
     /// # Safety
     /// `stream` is a live stream of the pool's runtime, and stays live until its batch is
     /// ended (by `end_batch(stream)`, or by a `release_in_batch` on it that fills the batch).
+    /// A batch opened outside a capture covers work captured into a graph from its stream
+    /// only if it ends after that graph was launched on the stream: end the batch before a
+    /// capture begins on its stream, or after the graph's launch.
     ///
     /// # Examples
     ///
@@ -550,27 +559,50 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn release_in_batch(self, stream: RawStream) -> Result<()> {
-        // SAFETY: the caller's promise on `stream`.
-        let capturing =
-            stream.0 <= 2 || matches!(unsafe { self.entry.core.runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
-        let device = self.entry.desc.device;
-        if capturing {
-            // SAFETY: as above.
-            return match unsafe { self.release_after(stream) } {
-                Ok(()) => Ok(()),
-                Err(ReleaseAfterError { error, lease }) => {
-                    let core = lease.entry.core.clone();
-                    release_after_failed(&core, device, stream, vec![lease.into_entry()], error)
-                }
-            };
+        if stream.0 <= 2 {
+            // SAFETY: the caller's promise on `stream`.
+            return unsafe { self.release_after_or_hold(stream) };
         }
-        // SAFETY: the caller's promise, passed on.
-        match unsafe { PlanEntry::release_in_batch(self.into_entry(), stream) } {
+        let device = self.entry.desc.device;
+        let held = self.into_entry();
+        // Not an `Arc` clone (a write to a line every thread's calls share): the core
+        // outlives every lease on its plans, and `held` is one until `add` queues it, after
+        // which the closures below no longer run.
+        let core = NonNull::from(&*held.core);
+        // SAFETY: the core is live while `held` (or the batch it joined, under the batch's
+        // lock when `full_refused` runs) holds a lease on one of its plans.
+        let capturing = || matches!(unsafe { core.as_ref().runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
+        // SAFETY: as above.
+        match unsafe { core.as_ref() }.batches.add((device, stream.0), held, capturing, capturing) {
+            Added::Queued => Ok(()),
+            // SAFETY: the caller's promise on `stream`.
+            Added::Refused(held) => unsafe { Lease::new(held).release_after_or_hold(stream) },
+            Added::Full(batch) => {
+                // The leases of the batch are ours now: they keep the core alive.
+                let core = batch[0].core.clone();
+                // SAFETY: the caller's promise: the stream is live until its batch ends, here.
+                match unsafe { core.end_batch(device, stream, batch) } {
+                    Ok(()) => Ok(()),
+                    Err((error, batch)) => release_after_failed(&core, device, stream, batch, error),
+                }
+            }
+        }
+    }
+
+    /// [`Lease::release_after`]; when that fails, the stream is synchronized and the lease
+    /// released, or, failing that too, kept for good ([`release_after_failed`]).
+    ///
+    /// # Safety
+    /// As for [`Lease::release_after`].
+    unsafe fn release_after_or_hold(self, stream: RawStream) -> Result<()> {
+        let device = self.entry.desc.device;
+        // SAFETY: the caller's promise.
+        match unsafe { self.release_after(stream) } {
             Ok(()) => Ok(()),
-            Err((error, batch)) => match batch.first().map(|e| e.core.clone()) {
-                Some(core) => release_after_failed(&core, device, stream, batch, error),
-                None => Err(error),
-            },
+            Err(ReleaseAfterError { error, lease }) => {
+                let core = lease.entry.core.clone();
+                release_after_failed(&core, device, stream, vec![lease.into_entry()], error)
+            }
         }
     }
 

@@ -15,6 +15,8 @@
 //! - `device`: one device as the pool sees it (its ceiling and counters), and where each
 //!   device's ceiling comes from.
 //! - `lease`: [`Lease`], one execution's hold on a plan: exec, release, `release_after`.
+//! - `batch`: the open batches of `release_in_batch`, per stream, a leaf generic over what
+//!   they hold; a thread keeps the batch it last added to, so an add takes no shared lock.
 //! - `lease_state`: the striped atomic words that count a plan's leases and mark it retired.
 //! - `completion`: the completion queue and thread, a leaf generic over what it holds (an
 //!   in-order queue key and a poll that says done): it polls each queue's oldest item and
@@ -37,8 +39,8 @@
 //!   above over a deterministic runtime (`loom_pool.rs`, `loom_lease.rs`,
 //!   `loom_ceiling.rs`, `loom_flight.rs`).
 //!
-//! Files import downwards only: `plan_pool` → `lease` → `entry` → `completion`, `device`,
-//! `ceiling`, `lease_state`, and `plan_pool` → `front` → `entry`; `completion`, `flight`,
+//! Files import downwards only: `plan_pool` → `lease` → `entry` → `batch`, `completion`, `device`,
+//! `ceiling`, `lease_state`, and `plan_pool` → `front` → `entry`; `batch`, `completion`, `flight`,
 //! `ceiling`, `lease_state` and `clock` import only [`crate::sync`], whose loom build is what
 //! the model tests run on.
 //!
@@ -54,6 +56,7 @@
 
 #![deny(missing_docs)]
 
+pub(crate) mod batch;
 pub mod ceiling;
 pub(crate) mod clock;
 pub(crate) mod completion;

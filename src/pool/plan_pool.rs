@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
+use crate::pool::batch::OpenBatches;
 use crate::pool::ceiling::{LiveCeiling, Reclaim, Waiting};
 use crate::pool::clock::Recency;
 use crate::pool::creator::{Creators, Handoff};
@@ -398,7 +399,7 @@ impl PlanPool {
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking::Mutex::new(Some(completion_tx)),
             free_events: Mutex::new(HashMap::new()),
-            open_batches: Mutex::new(HashMap::with_hasher(FxBuildHasher)),
+            batches: OpenBatches::new(front::next_pool_id()),
             destroying: Default::default(),
             creators: Creators::new(),
             undestroyed: Mutex::new(Vec::new()),
@@ -1625,7 +1626,7 @@ impl PlanPool {
         let _ = self.completion_done.recv_timeout(left);
         self.destroy_free_events();
         let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
-        let batched = self.core.batched_leases();
+        let batched = self.core.batches.len();
         if batched > 0 {
             // Their streams may be gone by now: no event is recorded for them here.
             tracing::warn!(count = batched, "shutdown: leases in batches never ended (PlanPool::end_batch); they stay held");
@@ -1663,8 +1664,36 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn end_batch(&self, stream: RawStream) -> Result<()> {
+        let taken = self.core.batches.take(stream.0);
+        if taken.is_empty() {
+            return Ok(());
+        }
+        // An event recorded in a capture proves nothing: the batch stays open until the
+        // capture ended and the graph was launched on the stream (`Lease::release_in_batch`).
+        // SAFETY: the caller's promise.
+        let capturing = unsafe { self.core.runtime.stream_is_capturing(stream) };
+        if !matches!(capturing, Ok(false)) {
+            let leases: usize = taken.iter().map(|(_, b)| b.len()).sum();
+            for (key, batch) in taken {
+                self.core.batches.put_back(key, batch);
+            }
+            return Err(match capturing {
+                Err(e) => e,
+                _ => {
+                    self.core.note_capture();
+                    Error::invalid_argument(
+                        "stream",
+                        format!(
+                            "{:#x} is capturing a graph: its batch ({leases} leases) stays open; end it once the capture \
+                             ended and the graph was launched on the stream",
+                            stream.0
+                        ),
+                    )
+                }
+            });
+        }
         let mut result = Ok(());
-        for ((device, _), batch) in self.core.take_batches(stream) {
+        for ((device, _), batch) in taken {
             // SAFETY: the caller's promise, passed on.
             if let Err((error, batch)) = unsafe { self.core.end_batch(device, stream, batch) } {
                 if let Err(e) = crate::pool::lease::release_after_failed(&self.core, device, stream, batch, error) {

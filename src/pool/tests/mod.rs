@@ -10,7 +10,8 @@
 //! - `loom_lease.rs`: eviction racing the last release of a leased plan, releases on two
 //!   stripes (of a pool's plan, and of a lease state alone), and a front-cache hit on it;
 //!   shutdown racing the last release; `release_after` completion racing shutdown;
-//! - `loom_ceiling.rs`, `loom_flight.rs`: the primitives on their own.
+//! - `loom_ceiling.rs`, `loom_flight.rs`, `loom_batch.rs`: the primitives on their own
+//!   (`loom_batch.rs`: adds to a batch racing its end).
 //!
 //! The runtime is [`ModelRuntime`]: no threads, plans and events are counters, and the
 //! "GPU" finishes its work when a test says so. Every test asserts on its ground truth
@@ -23,6 +24,7 @@
 //! [`Regression`] switches bring back, in the real code, an ordering the pool had before a
 //! fix; the `*_is_caught` tests show that loom fails it.
 
+mod loom_batch;
 mod loom_ceiling;
 mod loom_flight;
 mod loom_lease;
