@@ -10,7 +10,8 @@
 //! descriptor built from four integers first), `baseline` (the C++ cache's hit + release),
 //! `baseline_handler` (released through a `std::function`), `miss_pool` / `miss_baseline`
 //! (the miss path at a ceiling of 8 over 9 keys, on a runtime that does nothing; ITERS / 10
-//! acquires), `exec_pool` (acquire + exec + release on that runtime). Each runs its loop in an
+//! acquires), `exec_pool` (acquire + exec + release on that runtime), `exec_batch` and
+//! `exec_after` (the same with `release_in_batch` and with `release_after`). Each runs its loop in an
 //! unmangled `hfp_loop_<mode>` function, so `--toggle-collect` counts exactly the loop.
 //! Under `cargo bench` (argument `--bench`) it runs every mode briefly and prints ns per op.
 
@@ -105,7 +106,49 @@ pub fn hfp_loop_exec_pool(pool: &PlanPool, shapes: &[PlanDesc], iters: u64) {
     }
 }
 
-const MODES: [&str; 7] = ["pool", "pool_ints", "baseline", "baseline_handler", "miss_pool", "miss_baseline", "exec_pool"];
+/// acquire + exec + `release_in_batch`, the batch ended every 26 calls, over a runtime that
+/// does nothing: the batched release's own cost per call.
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn hfp_loop_exec_batch(pool: &PlanPool, shapes: &[PlanDesc], iters: u64) {
+    exec_loop(pool, shapes, iters, |lease, stream, last| {
+        // SAFETY: the null runtime dereferences no handle and no pointer.
+        unsafe { lease.release_in_batch(stream) }.unwrap();
+        if last {
+            // SAFETY: as above.
+            unsafe { pool.end_batch(stream) }.unwrap();
+        }
+    })
+}
+
+/// acquire + exec + `release_after` over a runtime that does nothing: the per-call event's
+/// bookkeeping (the hand-off to the completion thread).
+#[unsafe(no_mangle)]
+#[inline(never)]
+pub fn hfp_loop_exec_after(pool: &PlanPool, shapes: &[PlanDesc], iters: u64) {
+    exec_loop(pool, shapes, iters, |lease, stream, _| {
+        // SAFETY: the null runtime dereferences no handle and no pointer.
+        unsafe { lease.release_after(stream) }.unwrap()
+    })
+}
+
+fn exec_loop(pool: &PlanPool, shapes: &[PlanDesc], iters: u64, mut release: impl FnMut(hipfft_pool::Lease, RawStream, bool)) {
+    let mut i = 0;
+    let (input, output, work) = (DevicePtr(0x10_0000), DevicePtr(0x20_0000), DevicePtr(0x30_0000));
+    // Not 0, 1 or 2 (those take the release_after path).
+    let stream = RawStream(0x4000);
+    for _ in 0..iters {
+        let lease = pool.acquire(&shapes[i]).unwrap();
+        let dir = if shapes[i].transform.is_inverse_real() { Direction::Inverse } else { Direction::Forward };
+        // SAFETY: the null runtime dereferences no handle and no pointer.
+        unsafe { lease.exec(stream, input, output, dir, Some(work)) }.unwrap();
+        release(lease, stream, i + 1 == shapes.len());
+        i = if i + 1 == shapes.len() { 0 } else { i + 1 };
+    }
+}
+
+const MODES: [&str; 9] =
+    ["pool", "pool_ints", "baseline", "baseline_handler", "miss_pool", "miss_baseline", "exec_pool", "exec_batch", "exec_after"];
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -143,6 +186,8 @@ fn main() {
             "baseline_handler" => hfp_loop_baseline_handler(&base, &keys, iters),
             // Warming left key 0 evicted: start there, so every acquire misses.
             "exec_pool" => hfp_loop_exec_pool(&exec_pool, &shapes, iters),
+            "exec_batch" => hfp_loop_exec_batch(&exec_pool, &shapes, iters),
+            "exec_after" => hfp_loop_exec_after(&exec_pool, &shapes, iters),
             "miss_pool" => hfp_loop_miss_pool(&miss_pool, miss_shapes, iters / 10),
             _ => hfp_loop_miss_baseline(&miss_base, miss_keys, iters / 10),
         }

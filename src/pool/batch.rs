@@ -130,6 +130,31 @@ impl<T: Send + 'static> OpenBatches<T> {
         opening_refused: impl FnOnce() -> bool,
         full_refused: impl FnOnce() -> bool,
     ) -> Added<T> {
+        // The common case first: the batch this thread kept, open and not empty. Borrowed
+        // where it is kept: no reference count written.
+        let mut item = Some(item);
+        let mut full_refused = Some(full_refused);
+        let fast = KEPT
+            .try_with(|k| {
+                let k = k.try_borrow().ok()?;
+                let (id, at, batch) = k.as_ref()?;
+                if *id != self.id || *at != key {
+                    return None;
+                }
+                let batch = batch.downcast_ref::<StreamBatch<T>>()?;
+                let mut open = lock(&batch.open);
+                if open.closed || open.items.is_empty() {
+                    return None;
+                }
+                open.items.extend(item.take());
+                Some(Self::pushed(&mut open, full_refused.take()))
+            })
+            .ok()
+            .flatten();
+        if let Some(added) = fast {
+            return added;
+        }
+        let Some(item) = item else { unreachable!("the item is taken only by a push, which returns") };
         let mut opening_refused = Some(opening_refused);
         loop {
             let batch = self.batch_of(key);
@@ -152,12 +177,18 @@ impl<T: Send + 'static> OpenBatches<T> {
                 continue;
             }
             open.items.push(item);
-            if open.items.len() >= BATCH_LIMIT && open.items.len().is_multiple_of(BATCH_LIMIT) && !full_refused() {
-                let n = open.items.len();
-                return Added::Full(std::mem::replace(&mut open.items, Vec::with_capacity(n)));
-            }
-            return Added::Queued;
+            return Self::pushed(&mut open, full_refused.take());
         }
+    }
+
+    /// After a push: the batch taken out when it just reached a multiple of [`BATCH_LIMIT`]
+    /// and `full_refused` does not refuse.
+    fn pushed(open: &mut Open<T>, full_refused: Option<impl FnOnce() -> bool>) -> Added<T> {
+        let n = open.items.len();
+        if n >= BATCH_LIMIT && n.is_multiple_of(BATCH_LIMIT) && !full_refused.is_some_and(|f| f()) {
+            return Added::Full(std::mem::replace(&mut open.items, Vec::with_capacity(n)));
+        }
+        Added::Queued
     }
 
     /// Takes every open batch of `stream` (on every device: a stream handle is one

@@ -24,7 +24,7 @@ use crate::pool::lease_state::{LeaseState, Released, Stripe};
 use crate::runtime::boundary::{DevicePtr, RawEvent, RawPlan, RawStream, Rebind, Runtime, with_device};
 use crate::sync::channel::Sender;
 use crate::sync::stat::AtomicU64;
-use crate::sync::{AtomicUsize, Mutex, Ordering, lock, parking};
+use crate::sync::{AtomicBool, AtomicUsize, Mutex, Ordering, lock, parking};
 
 /// What every plan, the destroyer thread and the completion thread share. It holds no
 /// cache: a plan may outlive its pool (a lease still out) and must still be destroyed.
@@ -43,8 +43,8 @@ pub(crate) struct Core {
     pub retired: Mutex<HashMap<RawPlan, Arc<PlanEntry>>>,
     /// The completion thread's queue; `None` once the pool shut down.
     pub completion_tx: parking::Mutex<Option<Sender<PendingRelease>>>,
-    /// Events free for reuse by `release_after`, per device.
-    pub free_events: Mutex<HashMap<i32, Vec<RawEvent>>>,
+    /// Set (with `completion_tx` cleared) by `shutdown`: no event is made or listed after.
+    pub shut: AtomicBool,
     /// Leases released with `release_in_batch`, per (device, stream), waiting for the one
     /// event the batch's end records (`PlanPool::end_batch`, or the batch filling up).
     pub batches: OpenBatches<Held>,
@@ -89,10 +89,12 @@ impl Core {
             .write()
             .entry(id)
             .or_insert_with(|| Arc::new(Device {
+                ordinal: id,
                 ceiling,
                 counters: Counters::default(),
                 calls: RuntimeCalls::default(),
                 enlisted: Default::default(),
+                free_events: Mutex::new(Vec::new()),
             }))
             .clone()
     }
@@ -259,20 +261,20 @@ impl Core {
         entry.dev.counters.hits_of_destroyed.fetch_add(entry.state.hits(), Ordering::Relaxed);
     }
 
-    /// Puts an event back on the free list, or destroys it once the pool has shut down (its
-    /// free list is destroyed by `shutdown`; one recycled later would never be). Checked
-    /// under the free-list lock, which `shutdown` takes only after it cleared `completion_tx`.
-    fn recycle_event(&self, device: i32, event: RawEvent) {
+    /// Puts an event back on its device's free list, or destroys it once the pool has shut
+    /// down (its free lists are destroyed by `shutdown`; one recycled later would never be).
+    /// Checked under the free-list lock, which `shutdown` takes only after it set `shut`.
+    fn recycle_event(&self, dev: &Device, event: RawEvent) {
         {
-            let mut free = lock(&self.free_events);
-            if self.completion_tx.lock().is_some() {
-                free.entry(device).or_default().push(event);
+            let mut free = lock(&dev.free_events);
+            if !self.shut.load(Ordering::SeqCst) {
+                free.push(event);
                 return;
             }
         }
         let rt = &*self.runtime;
         // SAFETY: the event is live and no longer recorded or queried by anyone.
-        if let Err(e) = with_device(rt, device, || unsafe { rt.event_destroy(event) }) {
+        if let Err(e) = with_device(rt, dev.ordinal, || unsafe { rt.event_destroy(event) }) {
             tracing::warn!(error = %e, "event destroy failed");
         }
     }
@@ -397,13 +399,14 @@ impl Core {
         rest: Vec<Held>,
     ) -> Result<(), (Error, Held, Vec<Held>)> {
         let rt = &*self.runtime;
-        if self.completion_tx.lock().is_none() {
+        if self.shut.load(Ordering::SeqCst) {
             // Shut down: no event to make (nobody would ever destroy it).
             return Err((Error::ShutDown, first, rest));
         }
-        let recorded = with_device(rt, device, || {
+        let dev = &*first.dev;
+        let recorded = self.on_device(device, || {
             // The free list's lock is held for the pop only, never across event_create.
-            let reused = lock(&self.free_events).get_mut(&device).and_then(|v| v.pop());
+            let reused = lock(&dev.free_events).pop();
             let event = match reused {
                 Some(e) => e,
                 None => rt.event_create()?,
@@ -413,7 +416,7 @@ impl Core {
             match unsafe { rt.event_record(event, stream) } {
                 Ok(()) => Ok(event),
                 Err(e) => {
-                    self.recycle_event(device, event);
+                    self.recycle_event(dev, event);
                     Err(e)
                 }
             }
@@ -425,17 +428,15 @@ impl Core {
                 return Err((error, first, rest));
             }
         };
-        let tx = self.completion_tx.lock().clone();
         let pending = PendingRelease { entry: first, rest, event, stream, unproven: std::cell::Cell::new(false) };
-        let back = match tx {
-            Some(tx) => match tx.send(pending) {
-                Ok(()) => return Ok(()),
-                Err(e) => e.0,
-            },
-            None => pending,
+        // Sent under the lock (an unbounded send never blocks): no clone of the sender.
+        let sent = match &*self.completion_tx.lock() {
+            Some(tx) => tx.send(pending).map_err(|e| e.0),
+            None => Err(pending),
         };
+        let Err(back) = sent else { return Ok(()) };
         // The completion thread is gone: the event goes back (or is destroyed), not lost.
-        self.recycle_event(device, back.event);
+        self.recycle_event(&back.entry.dev, back.event);
         Err((Error::ShutDown, back.entry, back.rest))
     }
 }
@@ -612,7 +613,7 @@ impl Completes for PendingRelease {
 
     /// Recycles the event, then releases the leases.
     fn complete(self) {
-        self.entry.core.recycle_event(self.entry.desc.device, self.event);
+        self.entry.core.recycle_event(&self.entry.dev, self.event);
         for e in self.rest {
             e.release();
         }

@@ -482,12 +482,12 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
-        let core = self.entry.core.clone();
-        let rt = &*core.runtime;
         // On a capturing stream an event would be captured too and prove nothing when
         // queried: the release rides in a host node after the captured work instead.
         // SAFETY: the caller's promise on `stream`.
-        if let Ok(true) = unsafe { rt.stream_is_capturing(stream) } {
+        if let Ok(true) = unsafe { self.entry.core.runtime.stream_is_capturing(stream) } {
+            let core = self.entry.core.clone();
+            let rt = &*core.runtime;
             core.note_capture();
             let device = self.entry.desc.device;
             let data = CapturedRelease::leak(self);

@@ -398,7 +398,7 @@ impl PlanPool {
             retire_tx,
             retired: Mutex::new(HashMap::new()),
             completion_tx: parking::Mutex::new(Some(completion_tx)),
-            free_events: Mutex::new(HashMap::new()),
+            shut: Default::default(),
             batches: OpenBatches::new(front::next_pool_id()),
             destroying: Default::default(),
             creators: Creators::new(),
@@ -1593,6 +1593,7 @@ impl PlanPool {
             self.core.destroy(v);
         }
         // Wake waiters so they see the shutdown; stop taking new release_after work.
+        self.core.shut.store(true, Ordering::SeqCst);
         *self.core.completion_tx.lock() = None;
         self.notify_all();
         let deadline = Instant::now() + self.shutdown_timeout;
@@ -1713,8 +1714,9 @@ impl PlanPool {
 
     fn destroy_free_events(&self) {
         let rt = &*self.core.runtime;
-        let events = std::mem::take(&mut *lock(&self.core.free_events));
-        for (device, list) in events {
+        let devices: Vec<Arc<Device>> = self.core.devices.read().values().cloned().collect();
+        for dev in devices {
+            let (device, list) = (dev.ordinal, std::mem::take(&mut *lock(&dev.free_events)));
             let _ = with_device(rt, device, || {
                 for ev in list {
                     // SAFETY: free-list events are live and recorded by nobody.
