@@ -11,9 +11,11 @@
 //! - `pool 128 release`: the same releasing at once (what `release_after` costs: an event);
 //! - `floor again`: the floor measured once more after the pool rows (the machine's drift);
 //! - `pool 8`: capacity (and live ceiling) 8, as MLX's ROCm port: every call misses;
-//! - `alternated`: the floor and the three releases at 128 again, measured in turn over
-//!   `--rounds` rounds (order rotated each round), with each round's mean against that
-//!   round's floor: the ratios the targets are read from, free of the machine's drift;
+//! - `alternated`: the floor, the floor with one `cudaEventRecord` after each call (what
+//!   any release proven by an event per call costs the runtime itself, whatever tracks it),
+//!   and the three releases at 128 again, measured in turn over `--rounds` rounds (order
+//!   rotated each round), with each round's mean against that round's floor: the ratios
+//!   the targets are read from, free of the machine's drift;
 //! - `hip floor`, `hip pool 128`, `hip pool 8`: the same through `HipRuntime` over hip-shim
 //!   built with `--features cuda` (paths from `HIPFFT_POOL_HIPFFT_LIB` and
 //!   `HIPFFT_POOL_HIP_LIB`; skipped when unset), i.e. the hipFFT code path on NVIDIA;
@@ -57,8 +59,8 @@ struct Args {
     /// Measured cycles for variants that miss on every call (capacity 8).
     #[arg(long, default_value_t = 100)]
     miss_cycles: usize,
-    /// Rounds of the alternated rows (floor and the three releases in turn, `cycles` split
-    /// over them).
+    /// Rounds of the alternated rows (the floor, the floor with an event per call and the
+    /// three releases in turn, `cycles` split over them).
     #[arg(long, default_value_t = 20)]
     rounds: usize,
     /// Cycles run first and discarded.
@@ -301,10 +303,10 @@ impl Bench {
             }
     }
 
-    /// The floor and the three pool variants at 128 measured in turn, `rounds` rounds of
-    /// `cycles / rounds` cycles each, the order rotated every round: the machine's drift
-    /// (the floor moved by 7 to 14% between the sequential rows of one run) falls on all
-    /// four alike. Besides each variant's per-cycle times, each round gives the variant's
+    /// The floor, the floor with one event per call and the three pool variants at 128
+    /// measured in turn, `rounds` rounds of `cycles / rounds` cycles each, the order
+    /// rotated every round: the machine's drift (the floor moved by 7 to 14% between the
+    /// sequential rows of one run) falls on all five alike. Besides each variant's per-cycle times, each round gives the variant's
     /// mean against the floor's mean of the same round; the rows carry the median of those
     /// paired ratios (`paired_x_floor`).
     fn alternated(&self, warmup: usize, cycles: usize, rounds: usize) -> Result<Vec<Row>> {
@@ -321,38 +323,50 @@ impl Bench {
             pools.push(PlanPool::new(config, self.rt.clone())?);
         }
         let per_round = (cycles / rounds.max(1)).max(1);
-        // Variant 0 is the floor, 1..=3 the pools in `releases` order.
+        // One event, recorded after every call of variant 1 and never queried: re-recording
+        // an event is what the runtime charges for a per-call completion marker.
+        let marker = rt.event_create()?;
+        const VARIANTS: usize = 5;
+        // Variant 0 is the floor, 1 the floor with an event per call, 2..=4 the pools in
+        // `releases` order.
         let run = |v: usize, n: usize, warm: usize| -> Result<Vec<f64>> {
-            if v == 0 {
+            if v <= 1 {
                 self.cycles(warm, n, |i| {
                     let (_, d, dir) = &self.shapes[i];
                     let (plan, work) = plans[i];
                     // SAFETY: see the note at the top of this file.
-                    unsafe { rt.plan_exec(plan, d.transform, self.stream, work, self.input, self.output, *dir) }
+                    unsafe { rt.plan_exec(plan, d.transform, self.stream, work, self.input, self.output, *dir) }?;
+                    if v == 1 {
+                        // SAFETY: see the note at the top of this file.
+                        unsafe { rt.event_record(marker, self.stream) }?;
+                    }
+                    Ok(())
                 })
             } else {
-                self.cycles(warm, n, |i| self.pool_call(&pools[v - 1], i, releases[v - 1]))
+                self.cycles(warm, n, |i| self.pool_call(&pools[v - 2], i, releases[v - 2]))
             }
         };
-        let mut all: Vec<Vec<f64>> = vec![Vec::new(); 4];
-        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); 4];
-        for v in 0..4 {
+        let mut all: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS];
+        let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS];
+        for v in 0..VARIANTS {
             run(v, 0, warmup)?; // warm-up: plans made, caches and clocks settled
         }
         for r in 0..rounds.max(1) {
-            let mut means = [0.0; 4];
-            for k in 0..4 {
-                let v = (r + k) % 4;
+            let mut means = [0.0; VARIANTS];
+            for k in 0..VARIANTS {
+                let v = (r + k) % VARIANTS;
                 let got = run(v, per_round, 0)?;
                 means[v] = got.iter().sum::<f64>() / got.len() as f64;
                 all[v].extend(got);
             }
-            for v in 0..4 {
+            for v in 0..VARIANTS {
                 ratios[v].push(means[v] / means[0]);
             }
         }
         // SAFETY: see the note at the top of this file.
         unsafe { rt.stream_synchronize(self.stream) }?;
+        // SAFETY: the stream it was recorded on is synchronized; nothing queries it.
+        unsafe { rt.event_destroy(marker) }?;
         for (p, _) in plans {
             // SAFETY: see the note at the top of this file.
             unsafe { rt.plan_destroy(p) }?;
@@ -360,11 +374,17 @@ impl Bench {
         let mut rows = Vec::new();
         for (v, (cycles, paired)) in all.into_iter().zip(ratios).enumerate() {
             let paired = Stats::of(paired);
-            let (variant, capacity, release) = if v == 0 {
-                ("floor, alternated with the pool rows".to_string(), None, "none".to_string())
-            } else {
-                let name = releases[v - 1].name();
-                (format!("pool, capacity 128, {name}, alternated"), Some(128), format!("{name}, alternated"))
+            let (variant, capacity, release) = match v {
+                0 => ("floor, alternated with the pool rows".to_string(), None, "none".to_string()),
+                1 => (
+                    "floor + one cudaEventRecord per call, alternated".to_string(),
+                    None,
+                    "event per call, alternated".to_string(),
+                ),
+                _ => {
+                    let name = releases[v - 2].name();
+                    (format!("pool, capacity 128, {name}, alternated"), Some(128), format!("{name}, alternated"))
+                }
             };
             rows.push(Row {
                 variant,

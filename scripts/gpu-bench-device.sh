@@ -295,6 +295,9 @@ if floor:
         if name in alt:
             x, rounds = alt[name]
             p(f"- pool at 128, {name}, within {bound:.2f}x of the floor (alternated, median over {rounds} rounds of each round's mean against that round's floor): {x:.3f}x -> {verdict(x <= bound)}")
+for v in g.get("variants", []):
+    if v["runtime"] == primary and v["detail"].get("release") == "event per call, alternated":
+        p(f"- for comparison, the floor with one cudaEventRecord after each call (what a per-call completion event costs the runtime itself): {v['detail']['paired_x_floor']:.3f}x")
 best = min([x for k, x in rel.items() if k != "release at once"], default=None)
 if best and torch_hit:
     p(f"- 3.5x fewer us per call than torch.fft with its cache holding the set (best GPU-completion release): {torch_hit / best:.2f}x -> {verdict(torch_hit >= 3.5 * best)}")
