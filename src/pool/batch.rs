@@ -57,7 +57,7 @@ pub(crate) enum Added<T> {
 /// The open batches of one pool.
 pub(crate) struct OpenBatches<T> {
     /// Tells this pool's batches from another's in a thread's kept batch
-    /// (`front::next_pool_id`; 0 is never given).
+    /// (unique in the process, given by the pool; 0 is never given).
     id: u64,
     map: Mutex<HashMap<BatchKey, Arc<StreamBatch<T>>, FxBuildHasher>>,
 }
@@ -241,8 +241,11 @@ impl<T: Send + 'static> OpenBatches<T> {
 mod tests {
     use super::*;
 
+    /// Ids of their own, far above any real pool's (those count up from 1), so a test
+    /// thread that also ran a pool never mistakes one for the other's kept batch.
     fn batches() -> OpenBatches<u32> {
-        OpenBatches::new(crate::pool::front::next_pool_id())
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 63);
+        OpenBatches::new(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
     }
 
     #[test]
