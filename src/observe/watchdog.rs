@@ -6,10 +6,13 @@
 //! elapsed time) and counts in the `stalled` gauge until it returns. The library never kills
 //! anything: a stalled call is information for a person.
 //!
-//! A call registers in its own thread's list ([`ThreadCalls`]), so entering and leaving take
-//! an uncontended lock on a line only that thread writes: every execution registers, and a
-//! lock shared by all threads cost half the interposer's host time per execution. The
-//! scanners walk every thread's list and take the calls of their own watchdog.
+//! A call registers in its own thread's slot ([`CallSlot`]) with plain stores and leaves
+//! with one atomic swap, on a line only that thread writes: every execution registers, and
+//! a lock shared by all threads cost half the interposer's host time per execution (a lock
+//! per thread still cost two lock round trips per execution). A call made while the slot is
+//! taken (a nested one) goes to the thread's locked list. The scanners walk every thread's
+//! slot and list and take the calls of their own watchdog; a scanner pins a slot's call while
+//! it reads it, and the owner, leaving, waits for that read to end.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -95,7 +98,98 @@ unsafe impl Send for Call {}
 /// keep their index while registered. Only its thread writes it, apart from the scans.
 struct ThreadCalls {
     name: Arc<str>,
+    /// The thread's call when it is in one (the usual case): no lock.
+    slot: CallSlot,
+    /// Calls made while `slot` is taken (nested ones).
     calls: parking_lot::Mutex<Vec<Option<Call>>>,
+}
+
+/// Set in [`CallSlot::current`] while a scanner reads the slot's call.
+#[cfg_attr(loom, allow(dead_code))]
+const PINNED: u64 = 1 << 63;
+
+/// One thread's current call, registered without a lock.
+///
+/// The owner writes `call` only while `current` is 0 and no scanner reads it, then publishes
+/// it with a release store of a fresh id. A scanner reads `call` only after pinning it (a
+/// compare-exchange of that id to `id | PINNED`), inside `readers` raised. The owner leaves
+/// with a swap of `current` to 0; if the call was pinned it waits until `readers` is 0
+/// before it touches `call` again. So the owner and a scanner never access `call` at once,
+/// and the descriptor and ceiling a pinned call points to stay valid while it is read (the
+/// owner is still in the call, which borrows them).
+#[cfg_attr(loom, allow(dead_code))]
+struct CallSlot {
+    /// 0 when empty; else the call's id, with [`PINNED`] while a scanner reads it.
+    current: std::sync::atomic::AtomicU64,
+    /// Scanners that may be reading `call` now (a counter: two watchdogs may scan one thread).
+    readers: std::sync::atomic::AtomicU32,
+    /// The last id handed out; written by the owner only (a store, not a locked add).
+    last_id: std::sync::atomic::AtomicU64,
+    call: std::cell::UnsafeCell<Option<Call>>,
+}
+
+// SAFETY: `call` is accessed by the owner and by one pinning scanner at a time, never at
+// once (the protocol above); everything else is atomic.
+unsafe impl Sync for CallSlot {}
+
+#[cfg_attr(loom, allow(dead_code))]
+impl CallSlot {
+    fn new() -> Self {
+        CallSlot {
+            current: std::sync::atomic::AtomicU64::new(0),
+            readers: std::sync::atomic::AtomicU32::new(0),
+            last_id: std::sync::atomic::AtomicU64::new(0),
+            call: std::cell::UnsafeCell::new(None),
+        }
+    }
+
+    /// The owner: registers `call` if the slot is free; its id, or the call back.
+    fn enter(&self, call: Call) -> Result<u64, Call> {
+        use std::sync::atomic::Ordering;
+        if self.current.load(Ordering::Relaxed) != 0 {
+            return Err(call);
+        }
+        let id = self.last_id.load(Ordering::Relaxed) + 1;
+        self.last_id.store(id, Ordering::Relaxed);
+        // SAFETY: `current` is 0, so no scanner can pin the slot, and the last pinned read
+        // ended before the owner's leave returned (see the type).
+        unsafe { *self.call.get() = Some(call) };
+        self.current.store(id, Ordering::Release);
+        Ok(id)
+    }
+
+    /// The owner: ends the call `enter` registered and returns it.
+    fn leave(&self) -> Option<Call> {
+        use std::sync::atomic::Ordering;
+        if self.current.swap(0, Ordering::AcqRel) & PINNED != 0 {
+            // A scanner is reading the call: it is done within a format of the descriptor.
+            while self.readers.load(Ordering::Acquire) != 0 {
+                std::hint::spin_loop();
+            }
+        }
+        // SAFETY: `current` is 0 and no scanner reads: the owner's alone (see the type).
+        unsafe { (*self.call.get()).take() }
+    }
+
+    /// A scanner: runs `f` on the slot's call, pinned, if there is one.
+    fn with_call(&self, f: impl FnOnce(&mut Call)) {
+        use std::sync::atomic::Ordering;
+        let id = self.current.load(Ordering::Acquire);
+        if id == 0 || id & PINNED != 0 {
+            return;
+        }
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        if self.current.compare_exchange(id, id | PINNED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            // SAFETY: pinned: the owner is still in the call and waits for `readers` before
+            // it touches `call` (see the type); no other scanner can pin it meanwhile.
+            if let Some(c) = unsafe { (*self.call.get()).as_mut() } {
+                f(c);
+            }
+            // Fails only if the owner left meanwhile (it then waits for `readers`).
+            let _ = self.current.compare_exchange(id | PINNED, id, Ordering::AcqRel, Ordering::Relaxed);
+        }
+        self.readers.fetch_sub(1, Ordering::Release);
+    }
 }
 
 /// Every thread that registered a call, for the scanners; a thread's list goes with it.
@@ -110,7 +204,7 @@ thread_local! {
             Some(n) => n.into(),
             None => format!("{:?}", t.id()).into(),
         };
-        let mine = Arc::new(ThreadCalls { name, calls: parking_lot::Mutex::new(Vec::new()) });
+        let mine = Arc::new(ThreadCalls { name, slot: CallSlot::new(), calls: parking_lot::Mutex::new(Vec::new()) });
         let mut all = THREADS.lock();
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(&mine));
@@ -145,6 +239,8 @@ pub(crate) struct CallGuard<'a> {
 
 #[cfg_attr(loom, allow(dead_code))]
 enum Registered {
+    /// The calling thread's [`CallSlot`] (the pointer as for `Thread`).
+    Slot(*const ThreadCalls),
     /// Slot `usize` of the calling thread's list. The pointer is the thread-local `Arc`'s,
     /// alive as long as the thread, and the guard never leaves the thread (it is `!Send`).
     Thread(*const ThreadCalls, usize),
@@ -154,6 +250,8 @@ enum Registered {
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         let call = match self.at {
+            // SAFETY: see `Registered::Thread`.
+            Registered::Slot(mine) => unsafe { &*mine }.slot.leave(),
             Registered::Thread(mine, slot) => {
                 // SAFETY: see `Registered::Thread`.
                 let mine = unsafe { &*mine };
@@ -197,12 +295,15 @@ impl Watchdog {
         let ceiling = ceiling as *const dyn LiveCounts;
         let call = Call { kind, ceiling, desc, dog: self.id, age: 0, reported: false };
         #[cfg(not(loom))]
-        let call = match MINE.try_with(|mine| {
-            let mut calls = mine.calls.lock();
-            calls.push(Some(call));
-            (Arc::as_ptr(mine), calls.len() - 1)
+        let call = match MINE.try_with(|mine| match mine.slot.enter(call) {
+            Ok(_) => Registered::Slot(Arc::as_ptr(mine)),
+            Err(call) => {
+                let mut calls = mine.calls.lock();
+                calls.push(Some(call));
+                Registered::Thread(Arc::as_ptr(mine), calls.len() - 1)
+            }
         }) {
-            Ok((mine, slot)) => return CallGuard { dog: self, at: Registered::Thread(mine, slot), _desc: std::marker::PhantomData },
+            Ok(at) => return CallGuard { dog: self, at, _desc: std::marker::PhantomData },
             Err(_) => call,
         };
         let thread: Arc<str> = format!("{:?}", std::thread::current().id()).into();
@@ -225,6 +326,11 @@ impl Watchdog {
     fn each_call(&self, mut f: impl FnMut(&mut Call, &str)) {
         let threads: Vec<Arc<ThreadCalls>> = THREADS.lock().iter().filter_map(Weak::upgrade).collect();
         for t in &threads {
+            t.slot.with_call(|c| {
+                if c.dog == self.id {
+                    f(c, &t.name)
+                }
+            });
             for c in t.calls.lock().iter_mut().flatten().filter(|c| c.dog == self.id) {
                 f(c, &t.name);
             }
@@ -393,5 +499,57 @@ mod tests {
         drop(again);
         assert_eq!(w.scan_device(None), 0);
         MINE.with(|m| assert!(m.calls.lock().is_empty(), "the thread's list is empty again"));
+    }
+
+    /// The lock-free slot under a scanner on another thread: every call the owner is in is
+    /// seen whole (its own descriptor, never another call's), none is seen after it left,
+    /// and the owner's leave never returns while a scan reads its call.
+    #[test]
+    fn a_scanner_on_another_thread_sees_slot_calls_whole_and_never_after_they_left() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let w = Arc::new(dog());
+        let c = Arc::new(Counts);
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(AtomicUsize::new(0));
+        let scanner = {
+            let (w, stop, seen) = (w.clone(), stop.clone(), seen.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    w.each_call(|call, thread| {
+                        assert_eq!(thread, "slot-owner");
+                        let d = call.desc();
+                        // Each call's descriptor is [n] with batch n: a torn read breaks that.
+                        assert_eq!(d.dims()[0], d.batch, "a call read whole");
+                        seen.fetch_add(1, Ordering::Relaxed);
+                    });
+                }
+            })
+        };
+        let owner = {
+            let (w, c, seen) = (w.clone(), c.clone(), seen.clone());
+            std::thread::Builder::new()
+                .name("slot-owner".into())
+                .spawn(move || {
+                    // At least 200 000 calls, and on until the scanner has seen 1 000 of
+                    // them (a loaded machine may not run it at first), for at most 20 s.
+                    let until = std::time::Instant::now() + Duration::from_secs(20);
+                    let mut i = 0i64;
+                    while i < 200_000 || (seen.load(Ordering::Relaxed) < 1_000 && std::time::Instant::now() < until) {
+                        i += 1;
+                        let n = 1 + (i % 64);
+                        let d = PlanDesc::new(TransformType::C2C, &[n], n);
+                        let g = w.enter(CallKind::Exec, &d, &c);
+                        std::hint::black_box(&d);
+                        drop(g);
+                    }
+                    MINE.with(|m| assert_eq!(m.slot.current.load(Ordering::SeqCst), 0, "the slot is empty after the last call"));
+                })
+                .unwrap()
+        };
+        owner.join().unwrap();
+        stop.store(true, Ordering::SeqCst);
+        scanner.join().unwrap();
+        assert!(w.stalled().is_empty(), "no call outlives its guard");
+        assert!(seen.load(Ordering::Relaxed) > 0, "the scanner saw calls in progress");
     }
 }
