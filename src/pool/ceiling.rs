@@ -5,10 +5,12 @@
 //! slot never blocks; a caller that finds no slot makes room or waits on [`LiveCeiling::wait_for_change`],
 //! which is woken by anything that could let it progress (a slot given back, a plan going idle).
 //!
-//! Wake-ups cannot be lost: a waiter registers (`waiters += 1`) under the lock before it
-//! re-reads the epoch, and a notifier bumps the epoch before it reads `waiters`; with SeqCst
-//! one of the two sees the other (the store-buffer pattern), and the notifier then takes the
-//! lock, which the waiter holds until it sleeps.
+//! Wake-ups cannot be lost: a waiter about to sleep counts itself (`parked += 1`) under the
+//! lock before it re-reads the epoch, and a notifier bumps the epoch before it reads
+//! `parked`; with SeqCst one of the two sees the other (the store-buffer pattern), and the
+//! notifier then takes the lock, which the waiter holds until it sleeps. A waiter that is
+//! still polling (registered in `waiters`, not parked) sees the epoch move without a
+//! wake-up, which is a system call the notifier then does not make.
 //!
 //! A change that does not bump the epoch unless someone waits (a plan going idle, on the
 //! hot release path: [`notify_idle`]) is seen only by a waiter that was
@@ -30,6 +32,8 @@ pub struct LiveCeiling {
     peak: AtomicUsize,
     epoch: AtomicU64,
     waiters: AtomicUsize,
+    /// Waiters asleep on `cond` (or about to be, under `lock`): the ones a notify must wake.
+    parked: AtomicUsize,
     lock: Mutex<()>,
     cond: Condvar,
     /// The caches holding plans against this ceiling, so that a miss in one can ask the
@@ -87,6 +91,7 @@ impl LiveCeiling {
             peak: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
+            parked: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cond: Condvar::new(),
             members: Members::default(),
@@ -160,7 +165,7 @@ impl LiveCeiling {
     pub fn notify(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         loom_sc_fence();
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        if self.parked.load(Ordering::SeqCst) > 0 {
             drop(lock(&self.lock));
             self.cond.notify_all();
         }
@@ -188,6 +193,7 @@ impl LiveCeiling {
         }
         let mut guard = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
+        self.parked.fetch_add(1, Ordering::SeqCst);
         loom_sc_fence();
         let changed = loop {
             if self.epoch.load(Ordering::SeqCst) != seen {
@@ -202,6 +208,7 @@ impl LiveCeiling {
                 Err(p) => p.into_inner().0,
             };
         };
+        self.parked.fetch_sub(1, Ordering::SeqCst);
         self.waiters.fetch_sub(1, Ordering::SeqCst);
         drop(guard);
         changed

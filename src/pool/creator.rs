@@ -74,28 +74,19 @@ impl Creators {
             return Ok(());
         }
         #[cfg(not(loom))]
-        self.dispatch(Box::new(job), false).map_err(|(e, _)| e)
+        self.dispatch(Box::new(job)).map_err(|(e, _)| e)
     }
 
-    /// Runs `run(value)` on a worker, starting one at once when none is idle (a destroy
-    /// that a miss at the ceiling waits for must not queue behind a slow creation).
-    /// Gives `value` back when no worker exists and none can start (the caller runs it
-    /// elsewhere). Under loom, always gives it back.
-    pub(crate) fn try_submit<T: Send + 'static>(&self, value: T, run: fn(T)) -> std::result::Result<(), T> {
-        self.try_submit_with(value, run, true)
-    }
-
-    /// As [`Creators::try_submit`], but queued behind busy workers like a creation: for a
-    /// destroy nothing waits for, which the worker that just delivered a creation picks up
-    /// before it goes idle (the next creation then queues behind it, on the same thread).
+    /// Runs `run(value)` on a worker, queued behind busy ones like a creation (a destroy;
+    /// the worker that just delivered a creation picks it up before it goes idle, and the
+    /// next creation then queues behind it, on the same thread). A caller that waits for it
+    /// calls [`Creators::kick`] if it is still queued after [`KICK_AFTER`]. Gives `value`
+    /// back when no worker exists and none can start (the caller runs it elsewhere). Under
+    /// loom, always gives it back.
     pub(crate) fn try_submit_queued<T: Send + 'static>(&self, value: T, run: fn(T)) -> std::result::Result<(), T> {
-        self.try_submit_with(value, run, false)
-    }
-
-    fn try_submit_with<T: Send + 'static>(&self, value: T, run: fn(T), spawn_when_busy: bool) -> std::result::Result<(), T> {
         #[cfg(loom)]
         {
-            let _ = (run, spawn_when_busy);
+            let _ = run;
             return Err(value);
         }
         #[cfg(not(loom))]
@@ -107,7 +98,7 @@ impl Creators {
                     run(v)
                 }
             });
-            match self.dispatch(job, spawn_when_busy) {
+            match self.dispatch(job) {
                 Ok(()) => Ok(()),
                 // The job never ran: the value is still in its slot.
                 Err(_) => Err(slot.lock().take().expect("an undispatched job keeps its value")),
@@ -125,7 +116,7 @@ impl Creators {
     }
 
     #[cfg(not(loom))]
-    fn dispatch(&self, mut job: Job, spawn_when_busy: bool) -> std::result::Result<(), (Error, Job)> {
+    fn dispatch(&self, mut job: Job) -> std::result::Result<(), (Error, Job)> {
         let mut d = self.dispatch.lock();
         if d.closed {
             return Err((Error::ShutDown, job));
@@ -139,12 +130,8 @@ impl Creators {
         }
         loop {
             let Some(worker) = d.idle.pop() else {
+                // The job waits for the next worker to finish, or for a kick.
                 d.queued.push_back(job);
-                drop(d);
-                if spawn_when_busy {
-                    // Best effort: with MAX_WORKERS running it waits for the next free one.
-                    let _ = self.spawn_worker();
-                }
                 return Ok(());
             };
             // An idle worker's channel is empty (it holds one job at most); a worker that
@@ -239,6 +226,9 @@ enum HandoffState<T> {
 /// One result passed from a worker to the miss waiting for it, which may give up first.
 pub(crate) struct Handoff<T> {
     state: Mutex<HandoffState<T>>,
+    /// Whether the waiter is asleep on `cond` (under `state`'s lock): `deliver` wakes only
+    /// then, since a waiter that polls needs no system call to see the value.
+    parked: AtomicBool,
     cond: Condvar,
     /// Set once a value was delivered, so that the waiter can poll before it parks.
     delivered: AtomicBool,
@@ -246,7 +236,12 @@ pub(crate) struct Handoff<T> {
 
 impl<T> Handoff<T> {
     pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Handoff { state: Mutex::new(HandoffState::Waiting), cond: Condvar::new(), delivered: AtomicBool::new(false) })
+        Arc::new(Handoff {
+            state: Mutex::new(HandoffState::Waiting),
+            parked: AtomicBool::new(false),
+            cond: Condvar::new(),
+            delivered: AtomicBool::new(false),
+        })
     }
 
     /// The worker's side: hands `value` over, or gives it back when the waiter gave up.
@@ -256,7 +251,12 @@ impl<T> Handoff<T> {
             HandoffState::Waiting => {
                 *s = HandoffState::Done(value);
                 self.delivered.store(true, Ordering::Release);
-                self.cond.notify_all();
+                // Read under the lock the waiter sets it under.
+                let parked = self.parked.load(Ordering::Relaxed);
+                drop(s);
+                if parked {
+                    self.cond.notify_all();
+                }
                 None
             }
             _ => Some(value),
@@ -294,10 +294,13 @@ impl<T> Handoff<T> {
                 }
                 return None;
             }
+            // Set and cleared under the lock `deliver` reads it under.
+            self.parked.store(true, Ordering::Relaxed);
             s = match self.cond.wait_timeout(s, deadline - now) {
                 Ok((g, _)) => g,
                 Err(p) => p.into_inner().0,
             };
+            self.parked.store(false, Ordering::Relaxed);
         }
     }
 }
@@ -434,13 +437,33 @@ mod tests {
     }
 
     #[test]
-    fn a_destroy_never_waits_behind_a_busy_worker() {
+    fn a_destroy_queues_behind_a_busy_worker_until_a_kick_starts_another() {
         let c = Creators::new();
         let hold_tx = occupy_a_worker(&c);
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-        assert!(c.try_submit(done_tx, |tx| tx.send(()).unwrap()).is_ok());
-        done_rx.recv_timeout(Duration::from_secs(10)).expect("ran on a second worker, no kick needed");
+        assert!(c.try_submit_queued(done_tx, |tx| tx.send(()).unwrap()).is_ok());
+        assert!(done_rx.recv_timeout(Duration::from_millis(50)).is_err(), "queued: no thread started for it");
+        assert_eq!(c.started.load(Ordering::SeqCst), 1);
+        c.kick();
+        done_rx.recv_timeout(Duration::from_secs(10)).expect("the kick started a worker for it");
         drop(hold_tx);
+    }
+
+    #[test]
+    fn a_destroy_then_a_creation_run_on_the_worker_that_just_finished() {
+        // A miss at the ceiling: its destroy arrives while the worker is still in the job
+        // that made the previous plan, and the creation after it. Both queue and run there.
+        let c = Creators::new();
+        let first = on_worker(&c);
+        let hold_tx = occupy_a_worker(&c);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let tx2 = tx.clone();
+        assert!(c.try_submit_queued(tx, |tx| tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).is_ok());
+        c.submit(move || tx2.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        drop(hold_tx);
+        let (d, k) = (rx.recv_timeout(Duration::from_secs(10)).unwrap(), rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        assert_eq!((d.as_str(), k.as_str()), (first.as_str(), first.as_str()), "one thread, one after the other");
+        assert_eq!(c.started.load(Ordering::SeqCst), 1, "no thread was started for them");
     }
 
     #[test]

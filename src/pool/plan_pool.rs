@@ -411,10 +411,16 @@ impl PlanPool {
             // Every destroy a miss needs runs here, never on the miss's thread. Ends when
             // every plan and the pool are gone (all senders dropped).
             #[cfg(not(loom))]
+            let mut just_worked = false;
+            #[cfg(not(loom))]
             loop {
                 const RETRY: Duration = Duration::from_millis(50);
-                // Polls before it parks, as the creation workers do (`poll_until`).
-                let next = match thread::poll_recv(&destroyer_rx) {
+                // Polls before it parks, as the creation workers do (`poll_until`), but only
+                // right after a destroy: a destroy often follows another. An idle destroyer
+                // that polled after each retry tick spun 2 ms of every 50 for the pool's
+                // whole life, on a core the creation worker and the host may need.
+                let polled = if std::mem::take(&mut just_worked) { thread::poll_recv(&destroyer_rx) } else { None };
+                let next = match polled {
                     Some(e) => Ok(e),
                     None => destroyer_rx.recv_timeout(RETRY),
                 };
@@ -422,6 +428,7 @@ impl PlanPool {
                     Ok(entry) => {
                         let core = entry.core.clone();
                         core.destroy_doomed(entry);
+                        just_worked = true;
                     }
                     Err(RecvTimeoutError::Timeout) => {
                         if let Some(core) = weak_core.upgrade() {
@@ -724,6 +731,9 @@ impl PlanPool {
         // One eviction per wake-up: its destroy runs on the destroyer thread, and evicting
         // more while it runs would empty the cache for one slot.
         let mut evicted_since_wake = false;
+        // When the destroy this miss queued, if still queued behind a busy worker, gets a
+        // worker of its own (see `Step::Evicted`).
+        let mut kick_at: Option<Instant> = None;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -793,9 +803,16 @@ impl PlanPool {
                     evicted_since_wake = true;
                     // On a creation worker, so that the creation this miss makes next runs on
                     // the thread that just destroyed (the destroyer thread when none can).
+                    // Queued when every worker is busy: the worker that just handed this
+                    // thread its previous plan is a moment from idle, and a thread started
+                    // for the destroy would split the destroy and the next creation over two
+                    // threads, whose cuFFT calls run slower than on one (docs/performance.md,
+                    // "Where a miss's time went"). A destroy still queued after `KICK_AFTER`
+                    // gets a worker of its own, as a creation does.
                     let job = (self.core.clone(), entry);
-                    if let Err((_, entry)) = self.core.creators.try_submit(job, |(core, e)| core.destroy_doomed(e)) {
-                        self.core.doom(entry);
+                    match self.core.creators.try_submit_queued(job, |(core, e)| core.destroy_doomed(e)) {
+                        Ok(()) => kick_at = Some(Instant::now() + crate::pool::creator::KICK_AFTER),
+                        Err((_, entry)) => self.core.doom(entry),
                     }
                 }
                 Step::Wait => {
@@ -836,8 +853,14 @@ impl PlanPool {
                     }
                     let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
                     let wait_started = Instant::now();
-                    let changed = dev.ceiling.wait_for_change(epoch, deadline);
+                    let until = kick_at.take().filter(|k| *k < deadline).unwrap_or(deadline);
+                    let changed = dev.ceiling.wait_for_change(epoch, until);
                     c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
+                    if !changed && until < deadline {
+                        // Our destroy may still sit behind a busy worker: start one for it.
+                        self.core.creators.kick();
+                        continue;
+                    }
                     evicted_since_wake = false;
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);

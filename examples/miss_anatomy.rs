@@ -1,0 +1,391 @@
+//! Where a pool miss's time goes (build with `--features cuda`; `--runtime sim` to check it
+//! without a GPU, where the numbers mean nothing).
+//!
+//! The 26 probe shapes in turn, each call destroying the previous plan and creating the
+//! next, through four structures, interleaved round by round:
+//!
+//! - `inline`: both calls on the calling thread (a C++ cache's miss that evicts);
+//! - `worker, one job`: both calls in one job on a worker thread that polls, the caller
+//!   polling for the result;
+//! - `worker, two jobs`: the destroy as one job and the create as the next, on the same
+//!   polling worker (the caller waits for each in turn);
+//! - `pool`: a miss of a pool at capacity 1 (it evicts and destroys the idle plan, creates).
+//!
+//! Every create and destroy goes through one timing wrapper of the runtime, so each
+//! structure's calls are timed the same way: the microseconds inside each call, the CPU it
+//! started and ended on, and the thread. What a structure adds over `inline` inside the
+//! calls is the environment the calls run in; what it adds outside them is its hand-offs.
+//!
+//! `--only NAME` runs one structure (to trace it alone, e.g. under `nsys profile`).
+//!
+//! Unsafe calls: the plans destroyed are the ones this program created, each destroyed once.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use hipfft_pool::runtime::sim::SimRuntime;
+use hipfft_pool::{CreatedPlan, Decorator, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawPlan, Result, Runtime};
+use serde_json::{Value, json};
+
+#[derive(Parser, Debug)]
+#[command(about = "Where a pool miss's time goes: destroy + create inline, on a worker, and through the pool")]
+struct Args {
+    /// `cuda` or `sim`.
+    #[arg(long, default_value = "cuda")]
+    runtime: String,
+    /// Measured rounds of the 26 shapes per structure (after 2 discarded).
+    #[arg(long, default_value_t = 30)]
+    reps: usize,
+    /// Run only this structure: inline, one-job, two-jobs, pool.
+    #[arg(long)]
+    only: Option<String>,
+    /// Write every number as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+const STRUCTURES: [&str; 4] = ["inline", "one-job", "two-jobs", "pool"];
+
+unsafe extern "C" {
+    /// glibc's `int sched_getcpu(void)`: the CPU the calling thread runs on, or -1.
+    fn sched_getcpu() -> std::os::raw::c_int;
+}
+
+fn cpu() -> i32 {
+    // SAFETY: no arguments, no memory; returns -1 where unsupported.
+    unsafe { sched_getcpu() }
+}
+
+/// One timed call.
+#[derive(Clone, Debug)]
+struct Call {
+    structure: usize,
+    shape: usize,
+    create: bool,
+    us: f64,
+    /// Microseconds from the start of the miss to the start of this call.
+    at_us: f64,
+    cpu_start: i32,
+    cpu_end: i32,
+    thread: String,
+}
+
+/// The runtime, with every create and destroy timed and tagged with the structure and
+/// shape being measured (set by the caller before each miss).
+struct Timed {
+    inner: Arc<dyn Runtime>,
+    structure: AtomicUsize,
+    shape: AtomicUsize,
+    /// When the miss being measured began.
+    began: parking_lot::Mutex<Instant>,
+    calls: parking_lot::Mutex<Vec<Call>>,
+}
+
+impl Timed {
+    fn record(&self, create: bool, started: Instant, cpu_start: i32) {
+        let us = started.elapsed().as_secs_f64() * 1e6;
+        let call = Call {
+            structure: self.structure.load(Ordering::SeqCst),
+            shape: self.shape.load(Ordering::SeqCst),
+            create,
+            us,
+            at_us: started.saturating_duration_since(*self.began.lock()).as_secs_f64() * 1e6,
+            cpu_start,
+            cpu_end: cpu(),
+            thread: std::thread::current().name().unwrap_or("main").to_string(),
+        };
+        self.calls.lock().push(call);
+    }
+}
+
+// SAFETY: forwards every call to the wrapped runtime and returns its answer unchanged.
+unsafe impl Decorator for Timed {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.inner
+    }
+    fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+        let (c, t) = (cpu(), Instant::now());
+        let r = self.inner.plan_create(desc, options);
+        self.record(true, t, c);
+        r
+    }
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        let (c, t) = (cpu(), Instant::now());
+        // SAFETY: the caller's contract, passed on unchanged.
+        let r = unsafe { self.inner.plan_destroy(plan) };
+        self.record(false, t, c);
+        r
+    }
+}
+
+enum Job {
+    Destroy(RawPlan),
+    Create(PlanDesc),
+    Both(Option<RawPlan>, PlanDesc),
+}
+
+/// A worker that polls for its next job (2 ms, then parks), as the pool's creation workers do.
+struct Worker {
+    tx: crossbeam_channel::Sender<Job>,
+    rx: crossbeam_channel::Receiver<Result<Option<RawPlan>>>,
+}
+
+fn recv_polled<T>(rx: &crossbeam_channel::Receiver<T>) -> Option<T> {
+    let until = Instant::now() + Duration::from_millis(2);
+    while Instant::now() < until {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(crossbeam_channel::TryRecvError::Empty) => std::hint::spin_loop(),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+        }
+    }
+    rx.recv().ok()
+}
+
+impl Worker {
+    fn start(rt: Arc<dyn Runtime>) -> Worker {
+        let (tx, jobs) = crossbeam_channel::unbounded::<Job>();
+        let (done, rx) = crossbeam_channel::unbounded();
+        std::thread::Builder::new()
+            .name("anatomy-worker".into())
+            .spawn(move || {
+                while let Some(job) = recv_polled(&jobs) {
+                    let r = (|| -> Result<Option<RawPlan>> {
+                        match job {
+                            // SAFETY: see the note at the top of this file.
+                            Job::Destroy(p) => unsafe { rt.plan_destroy(p) }.map(|()| None),
+                            Job::Create(d) => rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan)),
+                            Job::Both(prev, d) => {
+                                if let Some(p) = prev {
+                                    // SAFETY: see the note at the top of this file.
+                                    unsafe { rt.plan_destroy(p) }?;
+                                }
+                                rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan))
+                            }
+                        }
+                    })();
+                    if done.send(r).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawn the worker");
+        Worker { tx, rx }
+    }
+
+    fn run(&self, job: Job) -> Result<Option<RawPlan>> {
+        let gone = || hipfft_pool::Error::Internal("the worker ended".into());
+        self.tx.send(job).map_err(|_| gone())?;
+        recv_polled(&self.rx).ok_or_else(gone)?
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args = Args::parse();
+    let inner: Arc<dyn Runtime> = match args.runtime.as_str() {
+        "sim" => Arc::new(SimRuntime::from_env()),
+        #[cfg(feature = "cuda")]
+        "cuda" => match hipfft_pool::runtime::cuda::CudaRuntime::new() {
+            Ok(r) => Arc::new(r),
+            Err(e) => {
+                println!("skipped: {e}");
+                return;
+            }
+        },
+        other => {
+            eprintln!("miss_anatomy: --runtime {other:?}: expected cuda or sim");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args, inner) {
+        eprintln!("miss_anatomy: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
+    const DISCARD: usize = 2;
+    let shapes: Vec<(String, PlanDesc)> = hipfft_pool::check::probe::embedded_shapes()
+        .iter()
+        .map(|s| (format!("{} {} n={} b={}", s.name, s.kind, s.n, s.batch), s.desc(0).expect("valid probe shape")))
+        .collect();
+    let rt = Arc::new(Timed {
+        inner,
+        structure: AtomicUsize::new(0),
+        shape: AtomicUsize::new(0),
+        began: parking_lot::Mutex::new(Instant::now()),
+        calls: parking_lot::Mutex::new(Vec::new()),
+    });
+    let chosen: Vec<usize> = match &args.only {
+        Some(name) => vec![STRUCTURES.iter().position(|s| s == name).ok_or_else(|| {
+            hipfft_pool::Error::Internal(format!("--only {name:?}: expected one of {STRUCTURES:?}"))
+        })?],
+        None => (0..STRUCTURES.len()).collect(),
+    };
+    let worker = Worker::start(rt.clone());
+    let raw: &dyn Runtime = &*rt;
+    let pool = PlanPool::new(PoolConfig::builder().capacity(1).private_ceiling(1).build()?, rt.clone())?;
+    let mut prev: Vec<Option<RawPlan>> = vec![None; STRUCTURES.len()];
+    let mut totals: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); shapes.len()]; STRUCTURES.len()];
+    for rep in 0..DISCARD + args.reps {
+        for &s in &chosen {
+            // The threads of the structure before stop polling (2 ms) before this one runs.
+            std::thread::sleep(Duration::from_millis(3));
+            for (i, (_, d)) in shapes.iter().enumerate() {
+                rt.structure.store(if rep < DISCARD { usize::MAX } else { s }, Ordering::SeqCst);
+                rt.shape.store(i, Ordering::SeqCst);
+                let t = Instant::now();
+                *rt.began.lock() = t;
+                match s {
+                    0 => {
+                        if let Some(p) = prev[s].take() {
+                            // SAFETY: see the note at the top of this file.
+                            unsafe { raw.plan_destroy(p) }?;
+                        }
+                        prev[s] = Some(raw.plan_create(d, PlanOptions::default())?.plan);
+                    }
+                    1 => prev[s] = worker.run(Job::Both(prev[s].take(), *d))?,
+                    2 => {
+                        if let Some(p) = prev[s].take() {
+                            worker.run(Job::Destroy(p))?;
+                        }
+                        prev[s] = worker.run(Job::Create(*d))?;
+                    }
+                    _ => drop(pool.acquire(d)?),
+                }
+                if rep >= DISCARD {
+                    totals[s][i].push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+        }
+    }
+    rt.structure.store(usize::MAX, Ordering::SeqCst);
+    for p in prev.into_iter().flatten() {
+        // SAFETY: see the note at the top of this file.
+        unsafe { raw.plan_destroy(p) }?;
+    }
+    let metrics = pool.metrics();
+    pool.shutdown();
+    let calls = rt.calls.lock().clone();
+    let mut rows = Vec::new();
+    println!("miss_anatomy: {} rounds of {} shapes; per structure, mean over shapes of the median us", args.reps, shapes.len());
+    println!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6}  threads",
+        "structure", "total", "destroy", "create", "in calls", "outside", "before", "between", "x inline", "same cpu", "cpus"
+    );
+    let mut inline_total = None;
+    for &s in &chosen {
+        let mine: Vec<&Call> = calls.iter().filter(|c| c.structure == s).collect();
+        let per_shape = |create: bool| -> f64 {
+            (0..shapes.len())
+                .map(|i| median(mine.iter().filter(|c| c.shape == i && c.create == create).map(|c| c.us).collect()))
+                .sum::<f64>()
+                / shapes.len() as f64
+        };
+        let (destroy, create) = (per_shape(false), per_shape(true));
+        let total = totals[s].iter().map(|v| median(v.clone())).sum::<f64>() / shapes.len() as f64;
+        if s == 0 {
+            inline_total = Some(total);
+        }
+        // Per miss (a destroy and the create after it): whether the create started on the
+        // CPU the destroy ended on, and the time before the destroy and between the two.
+        let (mut same, mut pairs) = (0usize, 0usize);
+        let (mut before, mut between) = (Vec::new(), Vec::new());
+        for w in mine.windows(2) {
+            if !w[0].create && w[1].create && w[0].shape == w[1].shape {
+                pairs += 1;
+                same += usize::from(w[0].cpu_end == w[1].cpu_start);
+                before.push(w[0].at_us);
+                between.push(w[1].at_us - w[0].at_us - w[0].us);
+            }
+        }
+        let (before, between) = (median(before), median(between));
+        let mut cpus: Vec<i32> = mine.iter().flat_map(|c| [c.cpu_start, c.cpu_end]).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let migrated = mine.iter().filter(|c| c.cpu_start != c.cpu_end).count();
+        let mut threads: HashMap<&str, usize> = HashMap::new();
+        for c in &mine {
+            *threads.entry(c.thread.as_str()).or_default() += 1;
+        }
+        let x_inline = inline_total.map_or(f64::NAN, |i| total / i);
+        println!(
+            "{:<10} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>8.1} {:>8.3} {:>7.0}% {:>6}  {:?}",
+            STRUCTURES[s],
+            total,
+            destroy,
+            create,
+            destroy + create,
+            total - destroy - create,
+            before,
+            between,
+            x_inline,
+            100.0 * same as f64 / pairs.max(1) as f64,
+            cpus.len(),
+            threads
+        );
+        rows.push(json!({
+            "structure": STRUCTURES[s], "total_us": total, "destroy_us": destroy, "create_us": create,
+            "outside_calls_us": total - destroy - create, "x_inline": x_inline,
+            "before_destroy_us_median": before, "destroy_to_create_us_median": between,
+            "create_on_cpu_of_destroy_pct": 100.0 * same as f64 / pairs.max(1) as f64,
+            "calls_that_migrated": migrated, "calls": mine.len(), "cpus": cpus, "threads": threads,
+        }));
+    }
+    println!(
+        "pool's own histograms: create {:.1} us, destroy {:.1} us (means); misses {}, destroys {}",
+        1e6 * metrics.create_latency.sum_s / metrics.create_latency.count.max(1) as f64,
+        1e6 * metrics.destroy_latency.sum_s / metrics.destroy_latency.count.max(1) as f64,
+        metrics.misses,
+        metrics.destroys
+    );
+    // CPU time of each thread of the process so far: a thread that polls while it waits
+    // shows here, whatever structure it served.
+    let threads = thread_cpu_seconds();
+    println!("CPU seconds by thread: {threads:?}");
+    if let Some(path) = &args.json {
+        let v: Value = json!({
+            "rounds": args.reps, "structures": rows,
+            "poll_us_env": std::env::var("HIPFFT_POOL_POLL_US").ok(),
+            "thread_cpu_seconds": threads,
+            "pool_create_us_mean": 1e6 * metrics.create_latency.sum_s / metrics.create_latency.count.max(1) as f64,
+            "pool_destroy_us_mean": 1e6 * metrics.destroy_latency.sum_s / metrics.destroy_latency.count.max(1) as f64,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&v).expect("json"))
+            .map_err(|e| hipfft_pool::Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// User + system CPU seconds of each live thread of this process, by name (Linux
+/// `/proc/self/task/*/stat`, fields 14 and 15 in clock ticks of 100 Hz); empty elsewhere.
+fn thread_cpu_seconds() -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return out };
+    for t in tasks.flatten() {
+        let (Ok(comm), Ok(stat)) = (std::fs::read_to_string(t.path().join("comm")), std::fs::read_to_string(t.path().join("stat")))
+        else {
+            continue;
+        };
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        let f: Vec<&str> = rest.split(' ').collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+        out.push((comm.trim().to_string(), (ticks(11) + ticks(12)) / 100.0));
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
