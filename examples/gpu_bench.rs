@@ -47,6 +47,10 @@ use hipfft_pool::runtime::sim::SimRuntime;
 use hipfft_pool::{DevicePtr, Direction, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawPlan, RawStream, Result, Runtime};
 use serde_json::{Value, json};
 
+#[path = "common/call_thread.rs"]
+mod call_thread;
+use call_thread::{CallThread, Job};
+
 #[derive(Parser, Debug)]
 #[command(about = "Per-call cost of the plan provider on a GPU: raw cuFFT floor, the pool over cuFFT and over hip-shim, plan creation")]
 struct Args {
@@ -680,75 +684,6 @@ impl Bench {
             "pool_create_us_mean": 1e6 * m.create_latency.sum_s / m.create_latency.count.max(1) as f64,
             "pool_destroy_us_mean": 1e6 * m.destroy_latency.sum_s / m.destroy_latency.count.max(1) as f64,
         }))
-    }
-}
-
-/// What a [`CallThread`] runs.
-enum Job {
-    Destroy(RawPlan),
-    Create(PlanDesc),
-    /// Destroy the previous plan, then create: both on one thread, as the raw loop does.
-    Both(Option<RawPlan>, PlanDesc),
-}
-
-/// A thread that runs plan calls for the caller, as the pool's destroyer and creation
-/// workers do; `spin`: both sides poll before they park.
-struct CallThread {
-    tx: crossbeam_channel::Sender<Job>,
-    rx: crossbeam_channel::Receiver<Result<(Option<RawPlan>, f64)>>,
-    spin: bool,
-}
-
-/// Receives; `spin`: polls for up to 2 ms first (longer than a creation), then parks, so
-/// idle polling threads do not take cores from the structures measured after them.
-fn recv_polled<T>(rx: &crossbeam_channel::Receiver<T>, spin: bool) -> Option<T> {
-    if spin {
-        let until = Instant::now() + Duration::from_millis(2);
-        while Instant::now() < until {
-            match rx.try_recv() {
-                Ok(v) => return Some(v),
-                Err(crossbeam_channel::TryRecvError::Empty) => std::hint::spin_loop(),
-                Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-            }
-        }
-    }
-    rx.recv().ok()
-}
-
-impl CallThread {
-    fn start(rt: Arc<dyn Runtime>, spin: bool) -> CallThread {
-        let (tx, job_rx) = crossbeam_channel::unbounded::<Job>();
-        let (done_tx, rx) = crossbeam_channel::unbounded();
-        std::thread::spawn(move || {
-            while let Some(job) = recv_polled(&job_rx, spin) {
-                let t = Instant::now();
-                let r = (|| -> Result<Option<RawPlan>> {
-                    match job {
-                        // SAFETY: see the note at the top of this file.
-                        Job::Destroy(p) => unsafe { rt.plan_destroy(p) }.map(|()| None),
-                        Job::Create(d) => rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan)),
-                        Job::Both(prev, d) => {
-                            if let Some(p) = prev {
-                                // SAFETY: see the note at the top of this file.
-                                unsafe { rt.plan_destroy(p) }?;
-                            }
-                            rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan))
-                        }
-                    }
-                })();
-                if done_tx.send(r.map(|p| (p, t.elapsed().as_secs_f64() * 1e6))).is_err() {
-                    break;
-                }
-            }
-        });
-        CallThread { tx, rx, spin }
-    }
-
-    /// Runs `job` there and waits: the plan it made, and the microseconds inside its calls.
-    fn run(&self, job: Job) -> Result<(Option<RawPlan>, f64)> {
-        let gone = || hipfft_pool::Error::Internal("a benchmark thread ended".into());
-        self.tx.send(job).map_err(|_| gone())?;
-        recv_polled(&self.rx, self.spin).ok_or_else(gone)?
     }
 }
 

@@ -31,6 +31,10 @@ use hipfft_pool::runtime::sim::SimRuntime;
 use hipfft_pool::{CreatedPlan, Decorator, PlanDesc, PlanOptions, PlanPool, PoolConfig, RawPlan, Result, Runtime};
 use serde_json::{Value, json};
 
+#[path = "common/call_thread.rs"]
+mod call_thread;
+use call_thread::{CallThread, Job};
+
 #[derive(Parser, Debug)]
 #[command(about = "Where a pool miss's time goes: destroy + create inline, on a worker, and through the pool")]
 struct Args {
@@ -122,68 +126,6 @@ unsafe impl Decorator for Timed {
     }
 }
 
-enum Job {
-    Destroy(RawPlan),
-    Create(PlanDesc),
-    Both(Option<RawPlan>, PlanDesc),
-}
-
-/// A worker that polls for its next job (2 ms, then parks), as the pool's creation workers do.
-struct Worker {
-    tx: crossbeam_channel::Sender<Job>,
-    rx: crossbeam_channel::Receiver<Result<Option<RawPlan>>>,
-}
-
-fn recv_polled<T>(rx: &crossbeam_channel::Receiver<T>) -> Option<T> {
-    let until = Instant::now() + Duration::from_millis(2);
-    while Instant::now() < until {
-        match rx.try_recv() {
-            Ok(v) => return Some(v),
-            Err(crossbeam_channel::TryRecvError::Empty) => std::hint::spin_loop(),
-            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-        }
-    }
-    rx.recv().ok()
-}
-
-impl Worker {
-    fn start(rt: Arc<dyn Runtime>) -> Worker {
-        let (tx, jobs) = crossbeam_channel::unbounded::<Job>();
-        let (done, rx) = crossbeam_channel::unbounded();
-        std::thread::Builder::new()
-            .name("anatomy-worker".into())
-            .spawn(move || {
-                while let Some(job) = recv_polled(&jobs) {
-                    let r = (|| -> Result<Option<RawPlan>> {
-                        match job {
-                            // SAFETY: see the note at the top of this file.
-                            Job::Destroy(p) => unsafe { rt.plan_destroy(p) }.map(|()| None),
-                            Job::Create(d) => rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan)),
-                            Job::Both(prev, d) => {
-                                if let Some(p) = prev {
-                                    // SAFETY: see the note at the top of this file.
-                                    unsafe { rt.plan_destroy(p) }?;
-                                }
-                                rt.plan_create(&d, PlanOptions::default()).map(|p| Some(p.plan))
-                            }
-                        }
-                    })();
-                    if done.send(r).is_err() {
-                        break;
-                    }
-                }
-            })
-            .expect("spawn the worker");
-        Worker { tx, rx }
-    }
-
-    fn run(&self, job: Job) -> Result<Option<RawPlan>> {
-        let gone = || hipfft_pool::Error::Internal("the worker ended".into());
-        self.tx.send(job).map_err(|_| gone())?;
-        recv_polled(&self.rx).ok_or_else(gone)?
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -234,7 +176,7 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
         })?],
         None => (0..STRUCTURES.len()).collect(),
     };
-    let worker = Worker::start(rt.clone());
+    let worker = CallThread::start(rt.clone(), true);
     let raw: &dyn Runtime = &*rt;
     let pool = PlanPool::new(PoolConfig::builder().capacity(1).private_ceiling(1).build()?, rt.clone())?;
     let mut prev: Vec<Option<RawPlan>> = vec![None; STRUCTURES.len()];
@@ -256,12 +198,12 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
                         }
                         prev[s] = Some(raw.plan_create(d, PlanOptions::default())?.plan);
                     }
-                    1 => prev[s] = worker.run(Job::Both(prev[s].take(), *d))?,
+                    1 => prev[s] = worker.run(Job::Both(prev[s].take(), *d))?.0,
                     2 => {
                         if let Some(p) = prev[s].take() {
                             worker.run(Job::Destroy(p))?;
                         }
-                        prev[s] = worker.run(Job::Create(*d))?;
+                        prev[s] = worker.run(Job::Create(*d))?.0;
                     }
                     _ => drop(pool.acquire(d)?),
                 }
