@@ -822,6 +822,11 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
     {
         let b = Bench::new(primary, rt)?;
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
+        // Plan creation first as well, in a process that has run nothing else: against the
+        // same part after the rows, it tells whether what ran before changes a miss's cost.
+        let mut first = b.creation(args.create_reps, args.pool_first)?;
+        first["runtime"] = json!(format!("{primary}, before the other parts"));
+        creation.push(first);
         rows.push(b.floor(args.warmup, args.cycles)?);
         rows.push(b.pool(128, args.warmup, args.cycles, Release::After)?);
         rows.push(b.pool(128, args.warmup, args.cycles, Release::Batch)?);
