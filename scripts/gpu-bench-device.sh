@@ -8,7 +8,7 @@
 #      machine's cores,
 #   4. when MLX 0.32.2's CUDA wheels are there (both parts of ../shared/tools/stage-mlx.sh in
 #      $HFP_MLX_PARTS, default /tmp/mlxparts), MLX's own mx.fft over the 26-shape cycle,
-#      natively and through the cuFFT interposer, alternated three times at MLX's cache 128,
+#      natively and through the cuFFT interposer, alternated six times (HFP_MLX_ROUNDS) at MLX's cache 128,
 #      then at cache 8 with MLX's thrash check off. The parts exceed one call's carry: carry
 #      .device/mlx/mlx.part.aa, then .ab, each in a call that copies it to /tmp/mlxparts,
 #      then .device/bench in the call that runs this script (calls within 30 s of each other).
@@ -93,6 +93,9 @@ grep -E '^[a-z_]+/|time:|thrpt:' "$out/hit_path.txt" "$out/exec_path.txt" "$out/
 
 echo "== 4/4 MLX 0.32.2 natively and through the interposer" >&2
 mlx_parts=${HFP_MLX_PARTS:-/tmp/mlxparts}
+# Pairs (native, interposed) at cache 128; HFP_MLX_ROUNDS overrides.
+mlx_rounds=${HFP_MLX_ROUNDS:-6}
+export HFP_MLX_ROUNDS=$mlx_rounds
 if [ -f "$bin/lib/libhipfft_pool_cufft.so" ] && [ -f "$mlx_parts/mlx.part.aa" ] && [ -f "$mlx_parts/mlx.part.ab" ]; then
   (
     # shellcheck disable=SC1091
@@ -108,9 +111,16 @@ if [ -f "$bin/lib/libhipfft_pool_cufft.so" ] && [ -f "$mlx_parts/mlx.part.aa" ] 
     }
     pool=(LD_PRELOAD="$bin/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_ACQUIRE_TIMEOUT_MS=5000)
     : > "$out/mlx_runs.txt"
-    for i in 1 2 3; do
-      cycle "native-128-$i" 128
-      cycle "pool-128-$i" 128 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-128-$i.metrics.json"
+    # Alternated, and which one goes first alternates too (a process started right after
+    # another may find the GPU's clocks or the page cache warmer).
+    for i in $(seq 1 "$mlx_rounds"); do
+      if [ $((i % 2)) = 1 ]; then
+        cycle "native-128-$i" 128
+        cycle "pool-128-$i" 128 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-128-$i.metrics.json"
+      else
+        cycle "pool-128-$i" 128 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-128-$i.metrics.json"
+        cycle "native-128-$i" 128
+      fi
     done
     cycle native-8 8
     cycle pool-8 8 "${pool[@]}" HIPFFT_POOL_METRICS_OUT="$out/mlx-pool-8.metrics.json"
@@ -203,7 +213,8 @@ def mlx_us(name):
         return None
 mlx_pairs = []
 if mlx_rc:
-    for cache, runs in ((128, ["1", "2", "3"]), (8, [""])):
+    rounds = [str(i) for i in range(1, int(os.environ.get("HFP_MLX_ROUNDS", "3")) + 1)]
+    for cache, runs in ((128, rounds), (8, [""])):
         for who, label in (("native", "MLX 0.32.2, its own plan cache"), ("pool", "MLX 0.32.2 through the cuFFT interposer")):
             names = [f"{who}-{cache}-{r}" if r else f"{who}-{cache}" for r in runs]
             got = [mlx_us(n) for n in names]
@@ -216,7 +227,7 @@ if mlx_rc:
                 p(f"| {label}{extra} | cuda | {cache} | {med:.2f} (runs: {runs_s}) | {ratio} |")
             else:
                 p(f"| {label}{extra} | cuda | {cache} | fails: " + ", ".join(f"exit {mlx_rc.get(n)}" for n in names) + " | |")
-    for r in ("1", "2", "3"):
+    for r in rounds:
         a, b = mlx_us(f"native-128-{r}"), mlx_us(f"pool-128-{r}")
         if a and b:
             mlx_pairs.append(b / a)
