@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+# Statistics of alternated (native, interposed) MLX cycle pairs written by
+# scripts/mlx-pairs-device.sh: python3 scripts/mlx-pair-stats.py DIR
+import json, statistics as st, sys, glob, os
+d = sys.argv[1]
+val = {}
+for f in glob.glob(os.path.join(d, "*-*.json")):
+    b = os.path.basename(f)
+    if "metrics" in b: continue
+    who, i = b[:-5].split("-")
+    val[(who, int(i))] = json.load(open(f))["us_per_call_median"]
+ids = sorted(i for (w, i) in val if w == "native" and ("pool", i) in val)
+nat = [val[("native", i)] for i in ids]; pool = [val[("pool", i)] for i in ids]
+r = [p / n for n, p in zip(nat, pool)]
+q = lambda v, f: sorted(v)[int(f * (len(v) - 1))]
+print(f"{d}: {len(ids)} pairs (native, interposed), us per call = each process's median over its cycles")
+print(f"  median of per-pair ratios {st.median(r):.3f}; mean {st.mean(r):.3f}")
+for name, f in (("min", 0), ("p10", .1), ("p25", .25), ("median", .5)):
+    print(f"  {name:>6}: native {q(nat, f):6.2f}  interposed {q(pool, f):6.2f}  ratio {q(pool, f) / q(nat, f):.3f}")
