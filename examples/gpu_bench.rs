@@ -21,7 +21,9 @@
 //!   `HIPFFT_POOL_HIP_LIB`; skipped when unset), i.e. the hipFFT code path on NVIDIA;
 //!
 //! and plan creation per shape: raw (destroy the previous plan, create this one) against a
-//! pool miss at capacity 1 (which does the same: evicts and destroys the idle plan, creates).
+//! pool miss at capacity 1 (which does the same: evicts and destroys the idle plan, creates),
+//! on the primary runtime twice: first, in a process that has run nothing else, and again
+//! after the rows (run 08 found raw cuFFT's calls on the main thread faster the second time).
 //!
 //! Every variant uses one input, one output and one work area allocated once, the work area
 //! of the largest work size of the 26 plans, so the comparison isolates the plan provider

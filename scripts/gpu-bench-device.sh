@@ -213,7 +213,7 @@ def mlx_us(name):
         return None
 mlx_pairs = []
 if mlx_rc:
-    rounds = [str(i) for i in range(1, int(os.environ.get("HFP_MLX_ROUNDS", "3")) + 1)]
+    rounds = [str(i) for i in range(1, int(os.environ.get("HFP_MLX_ROUNDS", "6")) + 1)]
     for cache, runs in ((128, rounds), (8, [""])):
         for who, label in (("native", "MLX 0.32.2, its own plan cache"), ("pool", "MLX 0.32.2 through the cuFFT interposer")):
             names = [f"{who}-{cache}-{r}" if r else f"{who}-{cache}" for r in runs]
