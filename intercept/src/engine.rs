@@ -116,36 +116,46 @@ pub enum ExecKind {
 }
 
 /// The settings a framework gave one handle.
+///
+/// `repr(C)`, the fields an execution on a resident plan reads first: they share the cache
+/// lines of the lock word right before them (`VirtualPlan`), so that a framework whose own
+/// work between two transforms evicted the interposer's lines (MLX: docs/performance.md)
+/// pays for few of them; what only a miss, a plan call or a destroy reads comes after.
+#[repr(C)]
 struct Settings {
-    desc: Option<PlanDesc>,
-    work_size: usize,
+    /// The resident plan of the handle's descriptor, once there is one (it stays for the
+    /// engine's life): its executions go straight to it (`exec`'s fast path), with no map,
+    /// no lease of their own and no capture check.
+    resident: Option<Arc<Lease>>,
     stream: RawStream,
-    stream_registered: bool,
     work_area: Option<DevicePtr>,
+    work_size: usize,
+    last_stream: RawStream,
+    /// Executions on `resident`, counted here (a line the execution holds anyway) and
+    /// added to the engine's count when the handle goes.
+    resident_execs: u64,
+    /// `desc`'s transform, where an execution checks it without reading the descriptor.
+    transform: Option<TransformType>,
+    stream_registered: bool,
     auto_allocation: bool,
-    /// A lease taken when the stream or work area was set, outside any capture, for the
-    /// next execution (see `prepare`).
-    prepared: Option<Lease>,
     /// The lease of the handle's last (uncaptured) execution, kept for its next one on the
     /// same stream: a framework executing a handle again pays no acquire and no event. It
     /// goes back (`release_after` its stream) when the stream changes, the handle is
     /// destroyed, or the pool's flush hook asks (a miss found the ceiling full).
     sticky: Option<Lease>,
     sticky_stream: RawStream,
-    /// The resident plan of the handle's descriptor, once there is one (it stays for the
-    /// engine's life): its executions go straight to it (`exec`'s fast path), with no map,
-    /// no lease of their own and no capture check.
-    resident: Option<Arc<Lease>>,
-    /// Executions on `resident`, counted here (a line the execution holds anyway) and
-    /// added to the engine's count when the handle goes.
-    resident_execs: u64,
-    last_stream: RawStream,
+    /// A lease taken when the stream or work area was set, outside any capture, for the
+    /// next execution (see `prepare`).
+    prepared: Option<Lease>,
     /// A real plan of the handle's own, for what the pool's descriptor cannot say (half
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
     real: Option<i64>,
+    desc: Option<PlanDesc>,
 }
 
-/// One virtual handle.
+/// One virtual handle (`repr(C)`: the lock word first, then the settings it guards, see
+/// `Settings`).
+#[repr(C)]
 pub struct VirtualPlan {
     settings: Mutex<Settings>,
     /// Set when the handle is destroyed (a thread's `RECENT_HANDLES` may still hold it).
@@ -559,6 +569,7 @@ impl Engine {
         let v = Arc::new(VirtualPlan {
             settings: Mutex::new(Settings {
                 desc: None,
+                transform: None,
                 work_size: 0,
                 stream: RawStream::NULL,
                 stream_registered: false,
@@ -707,6 +718,7 @@ impl Engine {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
         }
         s.desc = Some(desc);
+        s.transform = Some(desc.transform);
         s.resident = None;
         s.work_size = work;
         self.counts.plans.fetch_add(1, Ordering::Relaxed);
@@ -750,7 +762,11 @@ impl Engine {
     pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
-        s.work_area = (!area.is_null()).then_some(area);
+        let area = (!area.is_null()).then_some(area);
+        if s.work_area == area && self.settled(&s) {
+            return Ok(());
+        }
+        s.work_area = area;
         self.prepare(&mut s);
         self.bind_ahead(&s, None, s.work_area);
         Ok(())
@@ -759,6 +775,9 @@ impl Engine {
     pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
+        if s.stream == stream && self.settled(&s) {
+            return Ok(());
+        }
         if s.stream != stream {
             s.stream = stream;
             s.stream_registered = false;
@@ -766,6 +785,15 @@ impl Engine {
         self.prepare(&mut s);
         self.bind_ahead(&s, Some(stream), None);
         Ok(())
+    }
+
+    /// Whether setting what a handle already has can be skipped: its resident plan serves
+    /// it and nothing waits to be drained (what `prepare` would do), so only `bind_ahead`
+    /// is left, and the execution sets whatever the plan does not carry anyway. A framework
+    /// that sets the same stream and area before every execution (MLX) then reads one line
+    /// of the handle per call instead of the real plan's too.
+    fn settled(&self, s: &Settings) -> bool {
+        s.resident.is_some() && s.sticky.is_none() && self.deferred.looks_empty()
     }
 
     /// Passes what the framework just set on to the real plan its next execution will take
@@ -911,15 +939,15 @@ impl Engine {
     ) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
-        let Some(desc) = s.desc else {
+        // The transform, not the descriptor: the fast path below reads no more of it.
+        let (Some(t), Some(d)) = (s.transform, s.desc.as_ref()) else {
             return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
         };
-        let t = desc.transform;
         if let ExecKind::Typed(want) = kind {
             if want != t {
                 return Err(Fail::new(
                     code::INVALID_VALUE,
-                    format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"),
+                    format!("{call} on handle {h:#x}, whose plan is {t} ({d}): a {want} execution needs a {want} plan"),
                 ));
             }
         }
@@ -939,7 +967,7 @@ impl Engine {
         }
         let stream = s.stream;
         if !s.stream_registered {
-            self.register_stream(desc.device, stream);
+            self.register_stream(d.device, stream);
             s.stream_registered = true;
         }
         // The fast path: the handle's resident plan, never destroyed, so whether the stream
@@ -961,6 +989,10 @@ impl Engine {
                 return Ok(());
             }
         }
+        // The slow path: the descriptor itself (checked present above).
+        let Some(desc) = s.desc else {
+            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
+        };
         let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();

@@ -290,7 +290,11 @@ pub enum DescError {
 /// assert!(err.to_string().contains("`n[0]` = 0"));
 /// # Ok::<(), hipfft_pool::Error>(())
 /// ```
+///
+/// `repr(C)`: device and transform first, where an execution reads them (see the pool's
+/// `PlanEntry`).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct PlanDesc {
     /// Device ordinal the plan is made and executed on.
     pub device: i32,

@@ -286,8 +286,12 @@ impl Core {
 /// A hit writes none of its words but `last_used`, and that only when the recency clock
 /// moved: its lease goes to a stripe of `state`, and the lease borrows the entry's `Arc`
 /// ([`Held`]) instead of counting it, so threads hitting one plan share its lines read-only.
-/// `repr(C)` keeps the words a hit reads (`state`, `last_used`) on the first line.
-#[repr(C)]
+/// `repr(C, align(64))` fixes which words share a line: the first holds what a hit and an
+/// execution read (`state`, `last_used`, the plan, its work size); the second the lock an
+/// execution writes, with the descriptor's device and transform (`PlanDesc` is `repr(C)`,
+/// those first) right after it. An execution after the framework's own work evicted the
+/// interposer's lines (MLX) thus reads two lines of the entry, not four.
+#[repr(C, align(64))]
 pub(crate) struct PlanEntry {
     /// Its leases, its hits and whether it was evicted (`LeaseState`). Shared with the
     /// threads' front caches, which hold it (and not the entry) to find a plan again.
@@ -296,12 +300,15 @@ pub(crate) struct PlanEntry {
     pub last_used: AtomicU64,
     pub core: Arc<Core>,
     pub dev: Arc<Device>,
-    pub desc: PlanDesc,
     pub plan: RawPlan,
     pub work_size: usize,
+    pub auto_allocation: bool,
+    /// Set-stream, set-work-area and exec of one plan must not interleave between threads;
+    /// the lock holds what the plan carries (set under it).
+    pub exec_lock: parking::Mutex<Carried>,
+    pub desc: PlanDesc,
     /// Bytes one execution's input spans (the scratch of a preserving execution).
     pub input_bytes: usize,
-    pub auto_allocation: bool,
     /// The stamp this plan had when the LRU list last placed it.
     pub listed: AtomicU64,
     /// What making it took, microseconds (GreedyDual's cost).
@@ -310,9 +317,6 @@ pub(crate) struct PlanEntry {
     pub prior_uses: u64,
     /// GreedyDual's inflation when it was last used, as `f64` bits.
     pub base: AtomicU64,
-    /// Set-stream, set-work-area and exec of one plan must not interleave between threads;
-    /// the lock holds what the plan carries (set under it).
-    pub exec_lock: parking::Mutex<Carried>,
 }
 
 /// The stream and work area a real plan carries (a plan keeps them until they are set
