@@ -6,20 +6,22 @@
 # needs many pairs. On the device, repository root, .device/bench carried and MLX's parts in
 # /tmp/mlxparts (see scripts/gpu-bench-device.sh):
 #   OUT=/tmp/m3 PAIRS=40 bash scripts/mlx-pairs-device.sh; python3 scripts/mlx-pair-stats.py /tmp/m3
+#   DEADLINE_S: no pair starts after this many seconds (the device's per-call limit).
 set -u
-b=${HFP_BENCH_DIR:-.device/bench}
+b=$(cd "${HFP_BENCH_DIR:-.device/bench}" && pwd)
 out=${OUT:?OUT: where the results go}
 mkdir -p "$out"
 # shellcheck disable=SC1091
 PARTS_DIR=${HFP_MLX_PARTS:-/tmp/mlxparts} source "$b/mlx-on-device.sh" > "$out/env.txt" 2>&1
 one() {
   local who=$1 i=$2 pre=()
-  [ "$who" = pool ] && pre=(LD_PRELOAD="$PWD/$b/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
+  [ "$who" = pool ] && pre=(LD_PRELOAD="$b/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
   env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "${CPUS:-4-11}" python3 "$b/mlx_cycle_bench.py" \
     --shapes "$b/probe-shapes.json" --cycles 600 --warmup 40 --json "$out/$who-$i.json" > "$out/$who-$i.txt" 2>&1
   echo "$who $i rc=$? $(python3 -c "import json;print(json.load(open('$out/$who-$i.json'))['us_per_call_median'])" 2>/dev/null)"
 }
 for i in $(seq 1 "${PAIRS:-40}"); do
+  [ "$SECONDS" -lt "${DEADLINE_S:-100000}" ] || { echo "deadline: stopped before pair $i"; break; }
   if [ $((i % 2)) = 1 ]; then one native "$i"; one pool "$i"; else one pool "$i"; one native "$i"; fi
 done > "$out/pairs.txt"
 cat "$out/pairs.txt"
