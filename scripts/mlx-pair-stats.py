@@ -17,3 +17,12 @@ print(f"{d}: {len(ids)} pairs (native, interposed), us per call = each process's
 print(f"  median of per-pair ratios {st.median(r):.3f}; mean {st.mean(r):.3f}")
 for name, f in (("min", 0), ("p10", .1), ("p25", .25), ("median", .5)):
     print(f"  {name:>6}: native {q(nat, f):6.2f}  interposed {q(pool, f):6.2f}  ratio {q(pool, f) / q(nat, f):.3f}")
+# The fast state alone (run 36: each process lands in a fast state, about 10.5 us per call on
+# that H100, or a slow one, 13 to 20 us, natively and interposed alike): the processes under
+# FAST_US on each side, the ratio of their medians. What the interposer adds to a call, with
+# the state the process happened to land in taken out.
+fast = float(os.environ.get("FAST_US", "12.5"))
+fn = [x for x in nat if x < fast]; fp = [x for x in pool if x < fast]
+if fn and fp:
+    print(f"  fast state (under {fast} us): native {len(fn)} processes, median {st.median(fn):.2f}; "
+          f"interposed {len(fp)}, median {st.median(fp):.2f}; ratio {st.median(fp) / st.median(fn):.3f}")
