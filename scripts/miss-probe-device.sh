@@ -7,7 +7,7 @@
 # not yet run: the device was not lent again that session.
 #
 #   on the device, repository root, .device/bench carried (scripts/gpu-bench.sh stages it):
-#   OUT=/tmp/mp bash scripts/miss-probe-device.sh   # then tar $OUT (at most 8 files come back)
+#   OUT=/tmp/mp [ROUNDS=2] bash scripts/miss-probe-device.sh   # then tar $OUT (at most 8 files come back)
 b=${HFP_BENCH_DIR:-.device/bench}
 a="--cycles 100 --miss-cycles 5 --rounds 4 --warmup 5 --busy-ms 0 --busy-rounds 1 --no-hip --create-reps 20"
 tm=(); [ -x /usr/bin/time ] && tm=(/usr/bin/time -f "%e s, %R minor faults, %F major")
@@ -24,7 +24,7 @@ for s in st.get("structures", []):
 print("  ", sys.argv[3])
 PY
 }
-for i in 1 2; do
+for i in $(seq 1 "${ROUNDS:-2}"); do
   one default 0-15 X=1
   one arena1 0-15 MALLOC_ARENA_MAX=1
   one pin1 5 X=1
