@@ -4,7 +4,10 @@
 # worker wakes on (every thread pinned to one core, then to two). Runs a short gpu_bench
 # (plan creation before and after the other parts, and the thread structures) under each,
 # twice, and prints one line per creation part. Written after run 08 (docs/performance.md);
-# not yet run: the device was not lent again that session.
+# first run 2026-12-06 (docs/runs/2026-12-06-miss-probe-fb0ce29/): neither the arenas nor the
+# core explain it, the pool's create alone costs more than raw destroy + create even with
+# every thread on one core. Added then: every hand-off parking (HIPFFT_POOL_POLL_US=0),
+# on all cores and on one, to tell whether a polling waiter slows the worker's calls.
 #
 #   on the device, repository root, .device/bench carried (scripts/gpu-bench.sh stages it):
 #   OUT=/tmp/mp [ROUNDS=2] bash scripts/miss-probe-device.sh   # then tar $OUT (at most 8 files come back)
@@ -29,4 +32,6 @@ for i in $(seq 1 "${ROUNDS:-2}"); do
   one arena1 0-15 MALLOC_ARENA_MAX=1
   one pin1 5 X=1
   one pin2 5,6 X=1
+  one poll0 0-15 HIPFFT_POOL_POLL_US=0
+  one pin1poll0 5 HIPFFT_POOL_POLL_US=0
 done
