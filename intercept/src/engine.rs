@@ -939,15 +939,17 @@ impl Engine {
     ) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
-        // The transform, not the descriptor: the fast path below reads no more of it.
-        let (Some(t), Some(d)) = (s.transform, s.desc.as_ref()) else {
+        // The transform, not the descriptor (set together by `make_plan`): the fast path
+        // below reads no line of the descriptor.
+        let Some(t) = s.transform else {
             return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
         };
         if let ExecKind::Typed(want) = kind {
             if want != t {
+                let desc = s.desc.map(|d| d.to_string()).unwrap_or_default();
                 return Err(Fail::new(
                     code::INVALID_VALUE,
-                    format!("{call} on handle {h:#x}, whose plan is {t} ({d}): a {want} execution needs a {want} plan"),
+                    format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"),
                 ));
             }
         }
@@ -967,8 +969,10 @@ impl Engine {
         }
         let stream = s.stream;
         if !s.stream_registered {
-            self.register_stream(d.device, stream);
-            s.stream_registered = true;
+            if let Some(device) = s.desc.as_ref().map(|d| d.device) {
+                self.register_stream(device, stream);
+                s.stream_registered = true;
+            }
         }
         // The fast path: the handle's resident plan, never destroyed, so whether the stream
         // is capturing changes nothing; a caller's area of the size the plan call reported
