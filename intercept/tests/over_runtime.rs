@@ -50,3 +50,38 @@ fn a_thread_remembers_its_last_handle_per_engine_and_never_past_its_destroy() {
     assert!(err.message.contains("was destroyed"), "{}", err.message);
     b.exec(hb, ExecKind::Xt, "cufftXtExec", x, y, -1).unwrap();
 }
+
+#[test]
+fn a_handle_that_sets_the_stream_it_has_still_executes_there_after_another_handle_moved_its_plan() {
+    use hipfft_pool::{Runtime, SimConfig, SimRuntime};
+    let sim = Arc::new(SimRuntime::new(SimConfig::default()));
+    let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
+    let e = Engine::over_runtime(Flavor::Cufft, config, sim.clone()).unwrap();
+    let req = PlanRequest::basic(0x29, &[256], 1).unwrap(); // C2C
+    // Two handles of one descriptor: one real plan serves both.
+    let (h1, h2) = (e.plan(&req, "cufftPlan1d").unwrap(), e.plan(&req, "cufftPlan1d").unwrap());
+    let work = e.work_size(h1, "cufftGetSize").unwrap();
+    let area = sim.malloc(work.max(1)).unwrap();
+    let buf = sim.malloc(256 * 8).unwrap();
+    let (s1, s2) = (e.stream_create().unwrap(), e.stream_create().unwrap());
+    for h in [h1, h2] {
+        e.set_work_area(h, area, "cufftSetWorkArea").unwrap();
+    }
+    let captured_on_s1 = |h: u64| {
+        sim.begin_capture(s1).unwrap();
+        e.exec(h, ExecKind::Xt, "cufftXtExec", buf, buf, -1).unwrap();
+        sim.end_capture(s1).unwrap().len()
+    };
+    // h1's first execution is captured: the plan becomes resident, serving both handles.
+    e.set_stream(h1, s1, "cufftSetStream").unwrap();
+    assert_eq!(captured_on_s1(h1), 1);
+    // h2 executes on s2: the real plan now carries s2.
+    e.set_stream(h2, s2, "cufftSetStream").unwrap();
+    e.exec(h2, ExecKind::Xt, "cufftXtExec", buf, buf, -1).unwrap();
+    // h1 sets the stream it already has (the call returns at once) and executes inside a
+    // capture of s1. Ground truth from the simulated runtime: the transform is in s1's
+    // graph, so the execution moved the plan back to s1 (on s2 it would have run instead).
+    e.set_stream(h1, s1, "cufftSetStream").unwrap();
+    assert_eq!(captured_on_s1(h1), 1, "h1's execution must land in s1's capture");
+    e.synchronize().unwrap();
+}
