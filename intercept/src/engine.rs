@@ -153,13 +153,13 @@ struct Settings {
     desc: Option<PlanDesc>,
 }
 
-/// One virtual handle (`repr(C)`: the lock word first, then the settings it guards, see
-/// `Settings`).
+/// One virtual handle (`repr(C)`: the flag every lookup reads and the lock word first, then
+/// the settings it guards, see `Settings`).
 #[repr(C)]
 pub struct VirtualPlan {
-    settings: Mutex<Settings>,
     /// Set when the handle is destroyed (a thread's `RECENT_HANDLES` may still hold it).
     destroyed: AtomicBool,
+    settings: Mutex<Settings>,
 }
 
 /// A handle's work area for one execution.
@@ -939,11 +939,10 @@ impl Engine {
     ) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
+        let no_plan = || Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"));
         // The transform, not the descriptor (set together by `make_plan`): the fast path
         // below reads no line of the descriptor.
-        let Some(t) = s.transform else {
-            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
-        };
+        let Some(t) = s.transform else { return Err(no_plan()) };
         if let ExecKind::Typed(want) = kind {
             if want != t {
                 let desc = s.desc.map(|d| d.to_string()).unwrap_or_default();
@@ -993,10 +992,8 @@ impl Engine {
                 return Ok(());
             }
         }
-        // The slow path: the descriptor itself (checked present above).
-        let Some(desc) = s.desc else {
-            return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first")));
-        };
+        // The slow path: the descriptor itself.
+        let Some(desc) = s.desc else { return Err(no_plan()) };
         let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();

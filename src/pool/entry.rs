@@ -303,12 +303,13 @@ pub(crate) struct PlanEntry {
     pub plan: RawPlan,
     pub work_size: usize,
     pub auto_allocation: bool,
+    /// Bytes one execution's input spans (the scratch of a preserving execution). Here so
+    /// that `exec_lock` starts the second line (checked below).
+    pub input_bytes: usize,
     /// Set-stream, set-work-area and exec of one plan must not interleave between threads;
     /// the lock holds what the plan carries (set under it).
     pub exec_lock: parking::Mutex<Carried>,
     pub desc: PlanDesc,
-    /// Bytes one execution's input spans (the scratch of a preserving execution).
-    pub input_bytes: usize,
     /// The stamp this plan had when the LRU list last placed it.
     pub listed: AtomicU64,
     /// What making it took, microseconds (GreedyDual's cost).
@@ -318,6 +319,17 @@ pub(crate) struct PlanEntry {
     /// GreedyDual's inflation when it was last used, as `f64` bits.
     pub base: AtomicU64,
 }
+
+// The lines `PlanEntry`'s comment promises: an execution's lock word is off the first line
+// (which hits on other threads read), and the descriptor's device and transform share the
+// second with it.
+#[cfg(not(loom))]
+const _: () = {
+    use std::mem::{align_of, offset_of};
+    assert!(align_of::<PlanEntry>() == 64);
+    assert!(offset_of!(PlanEntry, exec_lock) == 64);
+    assert!(offset_of!(PlanEntry, desc) + offset_of!(PlanDesc, rank) <= 128);
+};
 
 /// The stream and work area a real plan carries (a plan keeps them until they are set
 /// again), `None` where not known: an execution sets only what differs
