@@ -7,16 +7,43 @@
 # /tmp/mlxparts (see scripts/gpu-bench-device.sh):
 #   OUT=/tmp/m3 PAIRS=40 bash scripts/mlx-pairs-device.sh; python3 scripts/mlx-pair-stats.py /tmp/m3
 #   DEADLINE_S: no pair starts after this many seconds (the device's per-call limit).
+#   CPUS: the cores every process is pinned to (taskset list, default 4-11), or `percore`:
+#     8 CPUs of 8 distinct physical cores (no two hyperthread siblings), from 4 up.
+#   Each process's JSON lists its threads (CPU last run on, CPU time, switches);
+#   topology.txt has the machine's sibling lists.
 set -u
 b=$(cd "${HFP_BENCH_DIR:-.device/bench}" && pwd)
 out=${OUT:?OUT: where the results go}
 mkdir -p "$out"
+for c in /sys/devices/system/cpu/cpu[0-9]*; do
+  printf '%s siblings %s\n' "${c##*/}" "$(cat "$c/topology/thread_siblings_list" 2>/dev/null)"
+done | sort -V > "$out/topology.txt"
+cpus=${CPUS:-4-11}
+if [ "$cpus" = percore ]; then
+  # The first CPU of each physical core, from CPU 4 on, eight of them.
+  cpus=$(python3 - <<'PY'
+import glob, re
+seen, pick = set(), []
+for p in sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*"), key=lambda p: int(re.sub(r"\D", "", p.rsplit("/", 1)[1]))):
+    cpu = int(p.rsplit("cpu", 1)[1])
+    try:
+        sib = open(p + "/topology/thread_siblings_list").read().strip()
+    except OSError:
+        continue
+    if cpu >= 4 and sib not in seen:
+        seen.add(sib); pick.append(cpu)
+print(",".join(map(str, pick[:8])))
+PY
+)
+  [ -n "$cpus" ] || cpus=4-11
+fi
+echo "cpus $cpus" >> "$out/topology.txt"
 # shellcheck disable=SC1091
 PARTS_DIR=${HFP_MLX_PARTS:-/tmp/mlxparts} source "$b/mlx-on-device.sh" > "$out/env.txt" 2>&1
 one() {
   local who=$1 i=$2 pre=()
   [ "$who" = pool ] && pre=(LD_PRELOAD="$b/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
-  env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "${CPUS:-4-11}" python3 "$b/mlx_cycle_bench.py" \
+  env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "$cpus" python3 "$b/mlx_cycle_bench.py" \
     --shapes "$b/probe-shapes.json" --cycles 600 --warmup 40 --json "$out/$who-$i.json" > "$out/$who-$i.txt" 2>&1
   echo "$who $i rc=$? $(python3 -c "import json;print(json.load(open('$out/$who-$i.json'))['us_per_call_median'])" 2>/dev/null)"
 }

@@ -6,16 +6,18 @@
 #     .device/slim to /tmp/slim; OUT=/tmp/mp HFP_BENCH_DIR=.device/slim bash scripts/miss-probe-device.sh
 #   call 2 (within the machine's 30 s), carry .device/mlx/mlx.part.ab: copy it to /tmp/mlxparts/;
 #     OUT=/tmp/m4 PAIRS=40 DEADLINE_S=480 HFP_BENCH_DIR=/tmp/slim bash scripts/mlx-pairs-device.sh
+# The same folder serves scripts/miss-anatomy-device.sh (OUT=/tmp/an bash
+# scripts/miss-anatomy-device.sh /tmp/slim).
 # MLX's parts come from ../shared/tools/stage-mlx.sh (scripts/gpu-bench.sh runs it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --features cuda --example gpu_bench
+cargo build --release --features cuda --example gpu_bench --example miss_anatomy
 cargo build --release -p hipfft-pool-cufft
 dest=.device/slim
 rm -rf "$dest" && mkdir -p "$dest/lib"
-cp target/release/examples/gpu_bench "$dest/"
+cp target/release/examples/gpu_bench target/release/examples/miss_anatomy "$dest/"
 cp target/release/libhipfft_pool_cufft.so "$dest/lib/"
-strip --strip-debug "$dest/gpu_bench" "$dest/lib/libhipfft_pool_cufft.so" 2>/dev/null || true
+strip --strip-debug "$dest/gpu_bench" "$dest/miss_anatomy" "$dest/lib/libhipfft_pool_cufft.so" 2>/dev/null || true
 cp scripts/frameworks/mlx_cycle_bench.py data/probe-shapes.json ../shared/tools/mlx-on-device.sh "$dest/"
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "$(git rev-parse --short HEAD)${dirty}" > "$dest/COMMIT"

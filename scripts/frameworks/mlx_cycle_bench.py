@@ -25,6 +25,31 @@ def load_shapes(path):
         return [(s["name"], s["kind"], int(s["n"]), int(s["batch"])) for s in json.load(f)["shapes"]]
 
 
+def thread_report():
+    """Each thread of this process at the end of the run: its name, the CPU it last ran on,
+    its CPU time and context switches. The per-process fast and slow states of the cycle
+    (docs/frameworks.md, run 36) are looked for here: which threads were busy, and where."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for tid in sorted(os.listdir("/proc/self/task"), key=int):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                status = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out.append({
+            "tid": int(tid), "name": name, "cpu": int(fields[36]),
+            "cpu_s": round((int(fields[11]) + int(fields[12])) / tick, 2),
+            "voluntary_switches": int(status.get("voluntary_ctxt_switches", "0")),
+            "involuntary_switches": int(status.get("nonvoluntary_ctxt_switches", "0")),
+        })
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe-shapes.json"))
@@ -61,8 +86,10 @@ def main():
         "us_per_call_median": round(statistics.median(times), 2),
         "us_per_call_p10": round(sorted(times)[len(times) // 10], 2),
         "us_per_call_p90": round(sorted(times)[len(times) * 9 // 10], 2),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "threads": thread_report(),
     }
-    print("RESULT " + json.dumps(out), flush=True)
+    print("RESULT " + json.dumps({k: v for k, v in out.items() if k != "threads"}), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f)
