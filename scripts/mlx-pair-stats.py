@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 # Statistics of alternated (native, interposed) MLX cycle pairs written by
-# scripts/mlx-pairs-device.sh: python3 scripts/mlx-pair-stats.py DIR
+# scripts/mlx-pairs-device.sh: python3 scripts/mlx-pair-stats.py DIR [DIR...] (several runs
+# pooled: pair i of the k-th folder is pair (k, i))
 import json, statistics as st, sys, glob, os
-d = sys.argv[1]
+d = " + ".join(sys.argv[1:])
 val = {}
-for f in glob.glob(os.path.join(d, "*-*.json")):
-    b = os.path.basename(f)
-    if "metrics" in b: continue
-    who, i = b[:-5].split("-")
-    val[(who, int(i))] = json.load(open(f))["us_per_call_median"]
+for k, folder in enumerate(sys.argv[1:]):
+    for f in glob.glob(os.path.join(folder, "*-*.json")):
+        b = os.path.basename(f)
+        if "metrics" in b: continue
+        who, i = b[:-5].split("-")
+        val[(who, (k, int(i)))] = json.load(open(f))["us_per_call_median"]
 ids = sorted(i for (w, i) in val if w == "native" and ("pool", i) in val)
 nat = [val[("native", i)] for i in ids]; pool = [val[("pool", i)] for i in ids]
 r = [p / n for n, p in zip(nat, pool)]
@@ -26,6 +28,10 @@ fn = [x for x in nat if x < fast]; fp = [x for x in pool if x < fast]
 if fn and fp:
     print(f"  fast state (under {fast} us): native {len(fn)} processes, median {st.median(fn):.2f}; "
           f"interposed {len(fp)}, median {st.median(fp):.2f}; ratio {st.median(fp) / st.median(fn):.3f}")
+sn = [x for x in nat if x >= fast]; sp = [x for x in pool if x >= fast]
+if sn and sp:
+    print(f"  slow state: native {len(sn)} processes, median {st.median(sn):.2f}; "
+          f"interposed {len(sp)}, median {st.median(sp):.2f}; ratio {st.median(sp) / st.median(sn):.3f}")
 # The Hodges-Lehmann estimate of the interposed/native ratio: the median of the log-ratios of
 # every (interposed, native) pair of processes, not only those run side by side. Robust to
 # the state each process lands in (a mixture on both sides), unlike a ratio of quantiles; the
@@ -37,3 +43,10 @@ est = hl(pool, nat)
 rng = random.Random(1)
 boots = sorted(hl([rng.choice(pool) for _ in pool], [rng.choice(nat) for _ in nat]) for _ in range(400))
 print(f"  Hodges-Lehmann ratio {est:.3f} (90% bootstrap interval {boots[20]:.3f} to {boots[379]:.3f})")
+
+# A third arm (HFP_OLD_LIB in mlx-pairs-device.sh): another build, against native and this one.
+old = [v for (w, _), v in val.items() if w == "old"]
+if old:
+    for name, a, b in (("old / native", old, nat), ("this build / old", pool, old)):
+        bo = sorted(hl([rng.choice(a) for _ in a], [rng.choice(b) for _ in b]) for _ in range(400))
+        print(f"  {name}: Hodges-Lehmann ratio {hl(a, b):.3f} (90% bootstrap interval {bo[20]:.3f} to {bo[379]:.3f}), {len(old)} old processes")

@@ -9,6 +9,8 @@
 #   DEADLINE_S: no pair starts after this many seconds (the device's per-call limit).
 #   CPUS: the cores every process is pinned to (taskset list, default 4-11), or `percore`:
 #     8 CPUs of 8 distinct physical cores (no two hyperthread siblings), from 4 up.
+#   HFP_OLD_LIB: another build of the interposer (an absolute path): each pair becomes a
+#     triple, native, this build (`pool`) and that one (`old`), in an order that rotates.
 #   Each process's JSON lists its threads (CPU last run on, CPU time, switches);
 #   topology.txt has the machine's sibling lists.
 set -u
@@ -42,13 +44,21 @@ echo "cpus $cpus" >> "$out/topology.txt"
 PARTS_DIR=${HFP_MLX_PARTS:-/tmp/mlxparts} source "$b/mlx-on-device.sh" > "$out/env.txt" 2>&1
 one() {
   local who=$1 i=$2 pre=()
-  [ "$who" = pool ] && pre=(LD_PRELOAD="$b/lib/libhipfft_pool_cufft.so" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
+  local lib=$b/lib/libhipfft_pool_cufft.so
+  [ "$who" = old ] && lib=$HFP_OLD_LIB
+  [ "$who" != native ] && pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
   env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "$cpus" python3 "$b/mlx_cycle_bench.py" \
     --shapes "$b/probe-shapes.json" --cycles 600 --warmup 40 --json "$out/$who-$i.json" > "$out/$who-$i.txt" 2>&1
   echo "$who $i rc=$? $(python3 -c "import json;print(json.load(open('$out/$who-$i.json'))['us_per_call_median'])" 2>/dev/null)"
 }
 for i in $(seq 1 "${PAIRS:-40}"); do
   [ "$SECONDS" -lt "${DEADLINE_S:-100000}" ] || { echo "deadline: stopped before pair $i"; break; }
-  if [ $((i % 2)) = 1 ]; then one native "$i"; one pool "$i"; else one pool "$i"; one native "$i"; fi
+  if [ -n "${HFP_OLD_LIB:-}" ]; then
+    case $((i % 3)) in
+      1) one native "$i"; one pool "$i"; one old "$i" ;;
+      2) one pool "$i"; one old "$i"; one native "$i" ;;
+      0) one old "$i"; one native "$i"; one pool "$i" ;;
+    esac
+  elif [ $((i % 2)) = 1 ]; then one native "$i"; one pool "$i"; else one pool "$i"; one native "$i"; fi
 done > "$out/pairs.txt"
 cat "$out/pairs.txt"

@@ -8,6 +8,8 @@
 #     OUT=/tmp/m4 PAIRS=40 DEADLINE_S=480 HFP_BENCH_DIR=/tmp/slim bash scripts/mlx-pairs-device.sh
 # The same folder serves scripts/miss-anatomy-device.sh (OUT=/tmp/an bash
 # scripts/miss-anatomy-device.sh /tmp/slim).
+# OLD_LIB=PATH also stages another build of the cuFFT interposer as lib-old/ (for
+# mlx-pairs-device.sh's HFP_OLD_LIB=/tmp/slim/lib-old/libhipfft_pool_cufft.so).
 # MLX's parts come from ../shared/tools/stage-mlx.sh (scripts/gpu-bench.sh runs it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,9 @@ dest=.device/slim
 rm -rf "$dest" && mkdir -p "$dest/lib"
 cp target/release/examples/gpu_bench target/release/examples/miss_anatomy "$dest/"
 cp target/release/libhipfft_pool_cufft.so "$dest/lib/"
+if [ -n "${OLD_LIB:-}" ]; then
+  mkdir -p "$dest/lib-old" && cp "$OLD_LIB" "$dest/lib-old/libhipfft_pool_cufft.so"
+fi
 strip --strip-debug "$dest/gpu_bench" "$dest/miss_anatomy" "$dest/lib/libhipfft_pool_cufft.so" 2>/dev/null || true
 cp scripts/frameworks/mlx_cycle_bench.py data/probe-shapes.json ../shared/tools/mlx-on-device.sh "$dest/"
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)

@@ -240,6 +240,7 @@ impl CudaBackend {
         Err(Error::Runtime { call, code: RuntimeCode { api: Api::Cuda, value: e, name } })
     }
 
+    #[inline]
     fn cufft(call: &'static str, r: c_int) -> Result<()> {
         if r == 0 { Ok(()) } else { Err(Error::Runtime { call, code: RuntimeCode::cufft(r) }) }
     }
@@ -389,6 +390,7 @@ unsafe impl Runtime for CudaBackend {
         unsafe { self.plan_exec_bound(plan, transform, s, work_area, input, output, direction, Rebind::ALL) }
     }
 
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     unsafe fn plan_exec_bound(
         &self,
         plan: RawPlan,
@@ -421,6 +423,7 @@ unsafe impl Runtime for CudaBackend {
         Self::cufft(call, r)
     }
 
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     unsafe fn plan_bind(&self, plan: RawPlan, s: Option<RawStream>, work_area: Option<DevicePtr>) -> Result<bool> {
         let h = handle(plan);
         let _inside = crate::entry::Inside::enter();

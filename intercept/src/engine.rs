@@ -273,6 +273,7 @@ thread_local! {
 }
 
 /// The slot of `h` in `RECENT_HANDLES` (Fibonacci hashing: handle values are evenly spaced).
+#[inline]
 fn recent_slot(h: u64) -> usize {
     (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
 }
@@ -340,7 +341,21 @@ impl Drop for Engine {
 }
 
 /// The process's engine for `flavor`, made on first use.
+#[inline]
 pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
+    // Every export asks: once the engine is made and its sink set, one load answers.
+    if let Some(e) = READY.get() {
+        return Ok(e);
+    }
+    engine_slow(flavor)
+}
+
+/// The engine, once made and handed to the capture module as its sink.
+static READY: OnceLock<&'static Engine> = OnceLock::new();
+
+#[cold]
+#[inline(never)]
+fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
     static ENGINE: OnceLock<Result<Engine, Fail>> = OnceLock::new();
     crate::process::set_flavor(flavor);
     let made = ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone);
@@ -348,6 +363,7 @@ pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
         // The captured leases' host nodes hand their leases here (capture.rs is below the
         // engine and does not name it).
         crate::capture::set_sink(e);
+        let _ = READY.set(e);
     }
     made
 }
@@ -523,6 +539,7 @@ impl Engine {
         self.sim.as_ref()
     }
 
+    #[inline(always)]
     fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
         let slot = recent_slot(h);
         let recent = RECENT_HANDLES.try_with(|r| match &r.borrow()[slot] {
@@ -532,6 +549,12 @@ impl Engine {
         if let Ok(Some(v)) = recent {
             return Ok(v);
         }
+        self.lookup_map(h, slot, call)
+    }
+
+    /// [`Engine::lookup`] past the thread's recent handles: the map, or the error.
+    #[inline(never)]
+    fn lookup_map(&self, h: u64, slot: usize, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
         if let Some(v) = self.handles.read().get(&h).cloned() {
             let _ = RECENT_HANDLES.try_with(|r| r.borrow_mut()[slot] = Some((self.id, h, v.clone())));
             return Ok(v);
@@ -659,12 +682,18 @@ impl Engine {
     }
 
     /// The handle's own real plan, if it has one (see [`Engine::pin_real`]).
+    #[inline(always)]
     pub fn real_plan(&self, h: u64) -> Option<i64> {
         // Every set-stream, set-work-area and exec asks, and only half-precision handles
         // have one: most processes never make one, and then the answer is one load.
         if self.counts.real_plans.load(Ordering::Relaxed) == 0 {
             return None;
         }
+        self.real_plan_of(h)
+    }
+
+    #[inline(never)]
+    fn real_plan_of(&self, h: u64) -> Option<i64> {
         self.lookup(h, "").ok().and_then(|v| v.settings.lock().real)
     }
 
@@ -759,6 +788,7 @@ impl Engine {
         Ok(())
     }
 
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
@@ -772,6 +802,7 @@ impl Engine {
         Ok(())
     }
 
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
@@ -792,6 +823,7 @@ impl Engine {
     /// is left, and the execution sets whatever the plan does not carry anyway. A framework
     /// that sets the same stream and area before every execution (MLX) then reads one line
     /// of the handle per call instead of the real plan's too.
+    #[inline]
     fn settled(&self, s: &Settings) -> bool {
         s.resident.is_some() && s.sticky.is_none() && self.deferred.looks_empty()
     }
@@ -928,6 +960,7 @@ impl Engine {
     }
 
     /// Every `cufftExec*` and `cufftXtExec`.
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn exec(
         &self,
         h: u64,
@@ -992,7 +1025,26 @@ impl Engine {
                 return Ok(());
             }
         }
-        // The slow path: the descriptor itself.
+        self.exec_slow(h, &v, s, call, stream, input, output, direction)
+    }
+
+    /// [`Engine::exec`] beyond a resident plan: the descriptor itself, a lease from the pool
+    /// (or a sticky or prepared one), capture, the work area, the release. Out of line, so
+    /// that the hot text holds the fast path alone.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn exec_slow(
+        &self,
+        h: u64,
+        v: &VirtualPlan,
+        mut s: parking_lot::MutexGuard<'_, Settings>,
+        call: &'static str,
+        stream: RawStream,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: Direction,
+    ) -> Result<(), Fail> {
+        let no_plan = || Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"));
         let Some(desc) = s.desc else { return Err(no_plan()) };
         let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);

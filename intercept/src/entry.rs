@@ -32,6 +32,7 @@ pub struct Inside {
 }
 
 impl Inside {
+    #[inline(always)]
     pub fn enter() -> Inside {
         let was = INSIDE.try_with(|c| c.replace(true)).unwrap_or(true);
         Inside { was }
@@ -39,12 +40,14 @@ impl Inside {
 }
 
 impl Drop for Inside {
+    #[inline(always)]
     fn drop(&mut self) {
         let _ = INSIDE.try_with(|c| c.set(self.was));
     }
 }
 
 /// Whether this thread is inside the interposer already.
+#[inline(always)]
 pub fn inside() -> bool {
     // During thread teardown the slot may be gone: treat that as inside, so the call is
     // forwarded rather than served by a half-torn-down thread.
@@ -62,10 +65,21 @@ pub enum Route {
 }
 
 /// Decides the route of the exported function `name`; `cache` keeps its real address.
+///
+/// Inlined into every export, as [`serve`] is, with the re-entrant case out of line: an
+/// export's own code is then one function, which the hot ones keep in the hot text section
+/// (see [`serve`]).
+#[inline(always)]
 pub fn reentry(flavor: Flavor, name: &'static str, cache: &OnceLock<usize>) -> Route {
     if !inside() {
         return Route::Serve;
     }
+    reentered(flavor, name, cache)
+}
+
+#[cold]
+#[inline(never)]
+fn reentered(flavor: Flavor, name: &'static str, cache: &OnceLock<usize>) -> Route {
     let addr = *cache.get_or_init(|| crate::real::symbol(flavor, name).unwrap_or(0));
     if addr != 0 {
         Route::Forward(addr)
@@ -81,21 +95,37 @@ pub fn reentry(flavor: Flavor, name: &'static str, cache: &OnceLock<usize>) -> R
 
 /// Runs `body` for the exported function `name` behind the panic boundary and returns the
 /// library's result code. A failure is stored as the thread's last message and logged once.
+///
+/// Inlined into the export, with the failures out of line. A framework calls the
+/// per-transform exports (set-stream, set-work-area, the execs) between long stretches of
+/// its own work, which evict the interposer's code from the caches and the TLB: each page of
+/// code such a call runs is then a miss. So the hot exports and what they call on a resident
+/// plan are placed in one text section, `.text.hot.hipfft_pool` (the linker puts `.text.hot*`
+/// together), and their own code is one function each.
+#[inline(always)]
 pub fn serve(flavor: Flavor, name: &'static str, body: impl FnOnce() -> Result<(), Fail>) -> c_int {
     let _timed = crate::profile::Call::start(name);
     let _inside = Inside::enter();
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => code::SUCCESS,
-        Ok(Err(f)) => {
-            report(flavor, name, &f);
-            f.code
-        }
-        Err(payload) => {
-            let f = Fail::new(code::INTERNAL_ERROR, format!("internal error: {name} panicked: {}", panic_message(&*payload)));
-            report(flavor, name, &f);
-            f.code
-        }
+        Ok(Err(f)) => failed(flavor, name, f),
+        Err(payload) => panicked(flavor, name, payload),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(flavor: Flavor, name: &'static str, f: Fail) -> c_int {
+    report(flavor, name, &f);
+    f.code
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(flavor: Flavor, name: &'static str, payload: Box<dyn Any + Send>) -> c_int {
+    let f = Fail::new(code::INTERNAL_ERROR, format!("internal error: {name} panicked: {}", panic_message(&*payload)));
+    report(flavor, name, &f);
+    f.code
 }
 
 /// [`serve`] for the `hfp_intercept_*` calls, which return 0 or -1 (never a library code).

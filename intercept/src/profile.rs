@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 
 /// `HIPFFT_POOL_HOST_PROFILE`, read once: whether the profile is on, and a warning for a
 /// value that is neither on nor off.
+#[inline]
 fn state() -> &'static (bool, Option<String>) {
     static STATE: OnceLock<(bool, Option<String>)> = OnceLock::new();
     STATE.get_or_init(|| parse(std::env::var("HIPFFT_POOL_HOST_PROFILE").ok().as_deref()))
@@ -40,6 +41,7 @@ pub fn parse(raw: Option<&str>) -> (bool, Option<String>) {
 }
 
 /// Whether `HIPFFT_POOL_HOST_PROFILE` asks for the profile.
+#[inline]
 pub fn on() -> bool {
     state().0
 }
@@ -88,6 +90,7 @@ pub struct Call {
 
 impl Call {
     /// Starts timing the export `name`, when the profile is on.
+    #[inline]
     pub fn start(name: &'static str) -> Option<Call> {
         on().then(|| Call { name, start: Instant::now(), library_before: IN_LIBRARY.with(Cell::get) })
     }

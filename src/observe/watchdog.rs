@@ -248,6 +248,7 @@ enum Registered {
 }
 
 impl Drop for CallGuard<'_> {
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn drop(&mut self) {
         let call = match self.at {
             // SAFETY: see `Registered::Thread`.
@@ -290,6 +291,7 @@ impl Watchdog {
     /// Registers a call until the guard drops. `ceiling` is the call's device's: a raw
     /// pointer to it is kept (no reference count on the hot path), valid because the caller
     /// holds the `Arc` for longer than the guard.
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub(crate) fn enter<'a, C: LiveCounts + 'static>(&'a self, kind: CallKind, desc: &'a PlanDesc, ceiling: &Arc<C>) -> CallGuard<'a> {
         let ceiling: *const C = Arc::as_ptr(ceiling);
         let ceiling = ceiling as *const dyn LiveCounts;

@@ -208,6 +208,7 @@ impl Lease {
     /// }
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub unsafe fn exec(
         &self,
         stream: RawStream,
@@ -222,6 +223,7 @@ impl Lease {
     }
 
     /// Checks an execution's arguments; returns the work area to pass on.
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn checked_area(
         &self,
         input: DevicePtr,
@@ -250,6 +252,7 @@ impl Lease {
 
     /// # Safety
     /// [`Lease::exec`]'s contract, with `area` checked by `checked_area`.
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     unsafe fn enqueue(
         &self,
         stream: RawStream,

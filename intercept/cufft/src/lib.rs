@@ -31,6 +31,7 @@ fn id(plan: cufftHandle) -> u64 {
     plan as u32 as u64
 }
 
+#[inline]
 fn exec(plan: cufftHandle, kind: ExecKind, call: &'static str, i: *mut c_void, o: *mut c_void, dir: c_int) -> Result<(), Fail> {
     engine(F)?.exec(id(plan), kind, call, DevicePtr::from_ptr(i), DevicePtr::from_ptr(o), dir)
 }
@@ -116,6 +117,7 @@ fn real_code(name: &str, r: c_int) -> Result<(), Fail> {
 }
 
 /// A handle's own real plan (half precision), if it has one.
+#[inline(always)]
 fn own_real(plan: cufftHandle) -> Result<Option<c_int>, Fail> {
     Ok(engine(F)?.real_plan(id(plan)).map(|r| r as c_int))
 }
@@ -362,6 +364,7 @@ export! { F;
     }
 
     /// cufftResult cufftSetWorkArea(cufftHandle plan, void *workArea);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftSetWorkArea(plan: cufftHandle, workArea: *mut c_void) {
         if let Some(own) = own_real(plan)? {
             // SAFETY: the C signature of cufftSetWorkArea.
@@ -373,6 +376,7 @@ export! { F;
     }
 
     /// cufftResult cufftSetStream(cufftHandle plan, cudaStream_t stream);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftSetStream(plan: cufftHandle, stream: cudaStream_t) {
         if let Some(own) = own_real(plan)? {
             // SAFETY: the C signature of cufftSetStream.
@@ -384,36 +388,43 @@ export! { F;
     }
 
     /// cufftResult cufftExecC2C(cufftHandle plan, cufftComplex *idata, cufftComplex *odata, int direction);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecC2C(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void, direction: c_int) {
         exec(plan, ExecKind::Typed(TransformType::C2C), "cufftExecC2C", idata, odata, direction)
     }
 
     /// cufftResult cufftExecR2C(cufftHandle plan, cufftReal *idata, cufftComplex *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecR2C(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::R2C), "cufftExecR2C", idata, odata, -1)
     }
 
     /// cufftResult cufftExecC2R(cufftHandle plan, cufftComplex *idata, cufftReal *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecC2R(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::C2R), "cufftExecC2R", idata, odata, 1)
     }
 
     /// cufftResult cufftExecZ2Z(cufftHandle plan, cufftDoubleComplex *idata, cufftDoubleComplex *odata, int direction);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecZ2Z(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void, direction: c_int) {
         exec(plan, ExecKind::Typed(TransformType::Z2Z), "cufftExecZ2Z", idata, odata, direction)
     }
 
     /// cufftResult cufftExecD2Z(cufftHandle plan, cufftDoubleReal *idata, cufftDoubleComplex *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecD2Z(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::D2Z), "cufftExecD2Z", idata, odata, -1)
     }
 
     /// cufftResult cufftExecZ2D(cufftHandle plan, cufftDoubleComplex *idata, cufftDoubleReal *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftExecZ2D(plan: cufftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::Z2D), "cufftExecZ2D", idata, odata, 1)
     }
 
     /// cufftResult cufftXtExec(cufftHandle plan, void *input, void *output, int direction);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn cufftXtExec(plan: cufftHandle, input: *mut c_void, output: *mut c_void, direction: c_int) {
         if let Some(own) = own_real(plan)? {
             // SAFETY: cufftResult cufftXtExec(cufftHandle plan, void *input, void *output, int direction);

@@ -32,6 +32,7 @@ fn id(plan: hipfftHandle) -> u64 {
     plan as usize as u64
 }
 
+#[inline]
 fn exec(plan: hipfftHandle, kind: ExecKind, call: &'static str, i: *mut c_void, o: *mut c_void, dir: c_int) -> Result<(), Fail> {
     engine(F)?.exec(id(plan), kind, call, DevicePtr::from_ptr(i), DevicePtr::from_ptr(o), dir)
 }
@@ -280,41 +281,49 @@ export! { F;
     }
 
     /// hipfftResult hipfftSetWorkArea(hipfftHandle plan, void *workArea);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftSetWorkArea(plan: hipfftHandle, workArea: *mut c_void) {
         engine(F)?.set_work_area(id(plan), DevicePtr::from_ptr(workArea), "hipfftSetWorkArea")
     }
 
     /// hipfftResult hipfftSetStream(hipfftHandle plan, hipStream_t stream);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftSetStream(plan: hipfftHandle, stream: hipStream_t) {
         engine(F)?.set_stream(id(plan), RawStream(stream as usize), "hipfftSetStream")
     }
 
     /// hipfftResult hipfftExecC2C(hipfftHandle plan, hipfftComplex *idata, hipfftComplex *odata, int direction);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecC2C(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void, direction: c_int) {
         exec(plan, ExecKind::Typed(TransformType::C2C), "hipfftExecC2C", idata, odata, direction)
     }
 
     /// hipfftResult hipfftExecR2C(hipfftHandle plan, hipfftReal *idata, hipfftComplex *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecR2C(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::R2C), "hipfftExecR2C", idata, odata, -1)
     }
 
     /// hipfftResult hipfftExecC2R(hipfftHandle plan, hipfftComplex *idata, hipfftReal *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecC2R(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::C2R), "hipfftExecC2R", idata, odata, 1)
     }
 
     /// hipfftResult hipfftExecZ2Z(hipfftHandle plan, hipfftDoubleComplex *idata, hipfftDoubleComplex *odata, int direction);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecZ2Z(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void, direction: c_int) {
         exec(plan, ExecKind::Typed(TransformType::Z2Z), "hipfftExecZ2Z", idata, odata, direction)
     }
 
     /// hipfftResult hipfftExecD2Z(hipfftHandle plan, hipfftDoubleReal *idata, hipfftDoubleComplex *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecD2Z(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::D2Z), "hipfftExecD2Z", idata, odata, -1)
     }
 
     /// hipfftResult hipfftExecZ2D(hipfftHandle plan, hipfftDoubleComplex *idata, hipfftDoubleReal *odata);
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     fn hipfftExecZ2D(plan: hipfftHandle, idata: *mut c_void, odata: *mut c_void) {
         exec(plan, ExecKind::Typed(TransformType::Z2D), "hipfftExecZ2D", idata, odata, 1)
     }
