@@ -322,3 +322,17 @@ fn a_manifest_recorded_at_exit_warms_up_the_next_run() {
 fn the_host_profile_times_every_export_the_program_called() {
     host_profile_counts_every_export(program(), LIB, "cufft");
 }
+
+/// The per-transform path (the exports a framework calls for every transform, and what they
+/// run on a resident plan) sits in one `.text.hot` section, a few pages, not spread over the
+/// library's text (docs/design.md, "The per-transform path in one text section").
+#[test]
+fn the_per_transform_path_is_in_the_hot_text_section() {
+    let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
+    let hot = hot_text_functions(&lib).unwrap_or_else(|| panic!("{} has no .text.hot section", lib.display()));
+    for want in ["cufftSetStream", "cufftSetWorkArea", "cufftXtExec", "cufftExecC2C", "cufftExecR2C", "cufftExecC2R"].iter().copied().chain(["hipfft_pool_intercept::engine::Engine::exec", "hipfft_pool::pool::lease::Lease::exec"]) {
+        assert!(hot.iter().any(|n| n == want), "{want} is not in .text.hot: {hot:?}");
+    }
+    assert!(!hot.iter().any(|n| n == "cufftCreate"), "cufftCreate (not per transform) is in .text.hot: {hot:?}");
+    assert!(hot.len() < 40, "the hot section holds more than the per-transform path: {hot:?}");
+}

@@ -282,3 +282,31 @@ pub fn host_profile_counts_every_export(program: &Path, lib: &str, api: &str) {
     run(program, &["mlx", "20", "64"], &env, true);
     assert!(metrics(&plain).get("host_profile").is_none());
 }
+
+/// The functions `lib` places in its `.text.hot` output section (demangled names), or `None`
+/// when it has no such section. The per-transform path of the interposers lives there
+/// (`hipfft_pool_intercept::entry::serve`).
+pub fn hot_text_functions(lib: &Path) -> Option<Vec<String>> {
+    let o = Command::new("readelf").args(["-SW"]).arg(lib).output().expect("readelf (binutils) is needed");
+    assert!(o.status.success(), "readelf failed\n{}", show(&o));
+    let sections = String::from_utf8_lossy(&o.stdout).into_owned();
+    // "[16] .text.hot PROGBITS 0000000000311650 310650 003f44 ...": address, offset, size.
+    let (start, size) = sections.lines().find_map(|l| {
+        let rest = l.split_once(']')?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        (f.first() == Some(&".text.hot")).then(|| (u64::from_str_radix(f[2], 16).unwrap(), u64::from_str_radix(f[4], 16).unwrap()))
+    })?;
+    let o = Command::new("nm").args(["--defined-only", "--demangle"]).arg(lib).output().expect("nm (binutils) is needed");
+    assert!(o.status.success(), "nm failed\n{}", show(&o));
+    Some(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (addr, rest) = l.split_once(' ')?;
+                let (kind, name) = rest.split_once(' ')?;
+                let a = u64::from_str_radix(addr, 16).ok()?;
+                (matches!(kind, "t" | "T") && (start..start + size).contains(&a)).then(|| name.to_string())
+            })
+            .collect(),
+    )
+}
