@@ -278,6 +278,12 @@ fn recent_slot(h: u64) -> usize {
     (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
 }
 
+/// An execution on a handle that has no plan yet.
+#[cold]
+fn no_plan(call: &str, h: u64) -> Fail {
+    Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"))
+}
+
 /// The interposer of one process.
 pub struct Engine {
     pub flavor: Flavor,
@@ -972,10 +978,9 @@ impl Engine {
     ) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
-        let no_plan = || Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"));
         // The transform, not the descriptor (set together by `make_plan`): the fast path
         // below reads no line of the descriptor.
-        let Some(t) = s.transform else { return Err(no_plan()) };
+        let Some(t) = s.transform else { return Err(no_plan(call, h)) };
         if let ExecKind::Typed(want) = kind {
             if want != t {
                 let desc = s.desc.map(|d| d.to_string()).unwrap_or_default();
@@ -1044,8 +1049,7 @@ impl Engine {
         output: DevicePtr,
         direction: Direction,
     ) -> Result<(), Fail> {
-        let no_plan = || Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"));
-        let Some(desc) = s.desc else { return Err(no_plan()) };
+        let Some(desc) = s.desc else { return Err(no_plan(call, h)) };
         let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();
