@@ -622,3 +622,104 @@ fn an_execution_sets_only_what_its_plan_does_not_carry_and_runs_where_it_was_ask
     tiny.release();
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
+
+/// The sim, with each plan call recorded with its thread, and `current_device` failing once
+/// on a creation worker when armed (a device that cannot be made current).
+struct Recorded {
+    sim: Arc<hipfft_pool::SimRuntime>,
+    calls: std::sync::Mutex<Vec<(&'static str, std::thread::ThreadId)>>,
+    fail_current_on_worker: AtomicBool,
+}
+
+// SAFETY: records and forwards to the sim; what it returns is the sim's answer, or an error
+// for a call it did not forward.
+unsafe impl hipfft_pool::Decorator for Recorded {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.sim
+    }
+    fn current_device(&self) -> hipfft_pool::Result<i32> {
+        let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("hipfft-pool-create"));
+        if on_worker && self.fail_current_on_worker.swap(false, Ordering::SeqCst) {
+            return Err(Error::Unavailable("the device could not be made current (injected)".into()));
+        }
+        self.sim.current_device()
+    }
+    fn plan_create(&self, desc: &hipfft_pool::PlanDesc, options: hipfft_pool::PlanOptions) -> hipfft_pool::Result<hipfft_pool::CreatedPlan> {
+        self.calls.lock().unwrap().push(("create", std::thread::current().id()));
+        self.sim.plan_create(desc, options)
+    }
+    unsafe fn plan_destroy(&self, plan: hipfft_pool::RawPlan) -> hipfft_pool::Result<()> {
+        self.calls.lock().unwrap().push(("destroy", std::thread::current().id()));
+        // SAFETY: the caller's contract, passed on to the sim unchanged.
+        unsafe { self.sim.plan_destroy(plan) }
+    }
+}
+
+fn recorded() -> (Arc<Recorded>, Arc<dyn Runtime>) {
+    let r = Arc::new(Recorded {
+        sim: Arc::new(hipfft_pool::SimRuntime::new(SimConfig::default())),
+        calls: std::sync::Mutex::default(),
+        fail_current_on_worker: AtomicBool::new(false),
+    });
+    let rt: Arc<dyn Runtime> = r.clone();
+    (r, rt)
+}
+
+/// A miss at the ceiling with an idle plan of its own takes that plan's slot over: one job
+/// destroys it and makes the new plan, on one thread, one after the other (as an inline
+/// cache's miss would), and the miss never waits on the ceiling for the slot to come back.
+/// Ground truth: the sim's live count after every miss and its peak.
+#[test]
+fn a_miss_at_the_ceiling_destroys_its_idle_victim_and_creates_in_one_job() {
+    let (r, rt) = recorded();
+    let pool = pool(&rt, 1, 1, Duration::from_secs(10));
+    let shapes = [c2c(8, 1), c2c(16, 1), c2c(32, 2)];
+    for i in 0..30 {
+        let lease = pool.acquire(&shapes[i % 3]).unwrap();
+        assert!(r.sim.is_live(lease.plan()));
+        assert_eq!(r.sim.live_handles(), 1, "miss {i}: the victim is gone before the new plan is handed out");
+    }
+    assert_eq!(r.sim.peak_live_handles(), 1, "never above the ceiling");
+    let calls = r.calls.lock().unwrap().clone();
+    assert_eq!(calls.iter().filter(|c| c.0 == "destroy").count(), 29);
+    // Every destroy is followed by the next miss's create, on the same thread.
+    for (i, w) in calls.windows(2).enumerate() {
+        if w[0].0 == "destroy" {
+            assert_eq!(w[1].0, "create", "call {i}: a destroy followed by {}", w[1].0);
+            assert_eq!(w[0].1, w[1].1, "call {i}: the destroy and the create after it ran on two threads");
+        }
+    }
+    let m = pool.metrics();
+    assert_eq!((m.misses, m.creations, m.destroys, m.evictions), (30, 30, 29, 29));
+    assert_eq!(m.ceiling_waits, 0, "a miss with an idle plan of its own never waits for a slot");
+    pool.shutdown();
+    assert_eq!(r.sim.live_handles(), 0);
+    assert_eq!(r.sim.destroyed_total(), 30);
+}
+
+/// The victim of such a swap whose destroy cannot run at all (its device cannot be made
+/// current) keeps its slot and stays counted: the miss fails with an error naming both
+/// plans, the ceiling is never exceeded, and the destroyer thread's retry destroys the
+/// victim, after which the next miss succeeds. Nothing leaks.
+#[test]
+fn a_swap_whose_victim_cannot_be_destroyed_fails_the_miss_and_keeps_its_slot_counted() {
+    let (r, rt) = recorded();
+    let pool = pool(&rt, 1, 1, Duration::from_secs(10));
+    let (a, b) = (c2c(8, 1), c2c(16, 1));
+    let victim = pool.acquire(&a).unwrap().plan();
+    r.fail_current_on_worker.store(true, Ordering::SeqCst);
+    let err = pool.acquire(&b).map(|l| l.plan()).expect_err("the victim could not be destroyed");
+    let msg = err.to_string();
+    assert!(msg.contains("could not be destroyed") && msg.contains(&a.to_string()) && msg.contains(&b.to_string()), "{msg}");
+    assert_eq!(r.sim.created_total(), 1, "no plan made without a slot");
+    // The victim is alive until the retry destroys it: at most the ceiling either way.
+    let lease = pool.acquire(&b).expect("the next miss gets the slot once the retry destroyed the victim");
+    assert!(!r.sim.is_live(victim) && r.sim.is_live(lease.plan()));
+    assert_eq!(r.sim.peak_live_handles(), 1, "never above the ceiling");
+    let m = pool.metrics();
+    assert_eq!(m.destroy_failures, 1);
+    drop(lease);
+    pool.shutdown();
+    assert_eq!(r.sim.live_handles(), 0);
+    assert_eq!(r.sim.destroyed_total(), 2);
+}

@@ -124,6 +124,20 @@ impl Core {
     /// (the device could not be made current): the handle is still alive, so it still
     /// counts, and it is kept for a retry (`undestroyed`).
     fn destroy_plan(&self, entry: &Arc<PlanEntry>) -> bool {
+        if self.destroy_call(entry).is_err() {
+            return false;
+        }
+        self.live_down(&entry.dev);
+        entry.dev.ceiling.release();
+        true
+    }
+
+    /// `hipfftDestroy` of an unreachable plan with its device current, timed and counted;
+    /// the slot is the caller's to settle. `Err` when the call could not run at all (the
+    /// plan is then kept in `undestroyed` for a retry, still alive and counted). A destroy
+    /// that ran and failed is `Ok`: the handle's state is unknown and cannot be retried
+    /// meaningfully, so it is logged and counted, and its slot is given up like any other.
+    fn destroy_call(&self, entry: &Arc<PlanEntry>) -> crate::error::Result<()> {
         let rt = &*self.runtime;
         let started = std::time::Instant::now();
         let mut ran = false;
@@ -141,25 +155,46 @@ impl Core {
         let c = &entry.dev.counters;
         c.record_latency(Latency::Destroy, entry.desc.device, started.elapsed());
         if !ran {
-            let e = result.err().map(|e| e.to_string()).unwrap_or_default();
+            let e = result.err().unwrap_or_else(|| crate::error::Error::Internal("the device could not be made current".into()));
             tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy could not run (device not current); the plan stays alive and counted, and is retried");
             Counters::bump(&c.destroy_failures);
             lock(&self.undestroyed).push(entry.clone());
-            return false;
+            return Err(e);
         }
         match result {
             Ok(()) => Counters::bump(&c.destroys),
             Err(e) => {
-                // The handle's state is unknown after a failed destroy; it cannot be retried
-                // meaningfully, so it is logged, counted and its slot given back (logged first:
-                // whoever sees the count can find the line).
+                // Logged first: whoever sees the count can find the line.
                 tracing::error!(plan = ?entry.plan, desc = %entry.desc, error = %e, "hipfftDestroy failed");
                 Counters::bump(&c.destroy_failures);
             }
         }
-        self.live_down(&entry.dev);
-        entry.dev.ceiling.release();
-        true
+        Ok(())
+    }
+
+    /// Destroys an idle plan `PlanPool::retire` handed to a miss at the ceiling, which takes
+    /// its slot over: the miss's creation runs next on the same worker, so the miss waits
+    /// for one hand-off each way instead of two (the slot never goes back to the ceiling,
+    /// so no other miss can take it in between). `Err` when the destroy could not run or
+    /// panicked: the plan keeps its slot (a retry destroys it later) and the miss has none.
+    pub(crate) fn destroy_for_swap(&self, entry: &Arc<PlanEntry>, to: &Device) -> crate::error::Result<()> {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.destroy_call(entry)));
+        self.destroying.fetch_sub(1, Ordering::SeqCst);
+        match outcome {
+            Ok(Ok(())) => {
+                // The slot moves from the victim's device to the miss's (one ceiling).
+                self.live_down(&entry.dev);
+                self.live_up(to);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(p) => {
+                let msg = crate::error::panic_message(&*p);
+                tracing::error!(desc = %entry.desc, "hipfftDestroy panicked on a creation worker: {msg}; the plan stays counted as live");
+                Counters::bump(&entry.dev.counters.destroy_failures);
+                Err(crate::error::Error::Internal(format!("the runtime panicked in plan_destroy for {}: {msg}", entry.desc)))
+            }
+        }
     }
 
     /// Hands an evicted idle plan to the destroyer thread: a miss never runs a destroy
@@ -172,9 +207,16 @@ impl Core {
     }
 
     /// Settles a creation whose miss stopped waiting for it: the plan it made (if any) is
-    /// destroyed, and the slot, the live count and `creating` are given back. Runs on the
-    /// creation worker, once the call returned.
-    pub(crate) fn settle_abandoned(&self, dev: &Arc<Device>, desc: &PlanDesc, made: crate::error::Result<crate::runtime::boundary::CreatedPlan>) {
+    /// destroyed, and `creating` is given back, with the slot and the live count when the
+    /// creation held one (`owns_slot`; a swap whose victim could not be destroyed did not).
+    /// Runs on the creation worker, once the call returned.
+    pub(crate) fn settle_abandoned(
+        &self,
+        dev: &Arc<Device>,
+        desc: &PlanDesc,
+        made: crate::error::Result<crate::runtime::boundary::CreatedPlan>,
+        owns_slot: bool,
+    ) {
         let c = &dev.counters;
         match made {
             Ok(created) => {
@@ -202,8 +244,10 @@ impl Core {
             }
         }
         c.creating.fetch_sub(1, Ordering::SeqCst);
-        self.live_down(dev);
-        dev.ceiling.release();
+        if owns_slot {
+            self.live_down(dev);
+            dev.ceiling.release();
+        }
     }
 
     /// Retries the destroys that could not run. Called by the destroyer thread.

@@ -272,8 +272,9 @@ enum Step {
     Retry,
     Join(Arc<Flight>),
     Create(Arc<Flight>),
-    /// An idle plan was evicted: the destroyer thread destroys it, and its slot wakes us.
-    Evicted(Arc<PlanEntry>),
+    /// At the ceiling, our own idle plan was evicted and this miss takes its slot over: one
+    /// job destroys it and then makes the new plan.
+    Swap(Arc<PlanEntry>, Arc<Flight>),
     Wait,
 }
 
@@ -731,9 +732,6 @@ impl PlanPool {
         // One eviction per wake-up: its destroy runs on the destroyer thread, and evicting
         // more while it runs would empty the cache for one slot.
         let mut evicted_since_wake = false;
-        // When the destroy this miss queued, if still queued behind a busy worker, gets a
-        // worker of its own (see `Step::Evicted`).
-        let mut kick_at: Option<Instant> = None;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -769,7 +767,16 @@ impl PlanPool {
                 } else if evicted_since_wake {
                     Step::Wait
                 } else if let Some(e) = self.cache.evict_one_idle(&mut inner, &dev.ceiling) {
-                    Step::Evicted(e)
+                    // The victim's slot passes to this miss once it is destroyed (never back
+                    // to the ceiling, so no other miss takes it in between).
+                    c.creating.fetch_add(1, Ordering::SeqCst);
+                    let f = Arc::new(Flight::new());
+                    inner.creating.insert(*desc, f.clone());
+                    let (cap, lim) = (inner.capacity, dev.ceiling.limit());
+                    if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
+                        tracing::warn!("{w}");
+                    }
+                    Step::Swap(e, f)
                 } else {
                     Step::Wait
                 }
@@ -779,7 +786,12 @@ impl PlanPool {
                 Step::Create(flight) => {
                     miss_once(c);
                     drop(registered.take());
-                    return self.create(desc, flight, &dev, deadline, started);
+                    return self.create(desc, flight, &dev, deadline, started, None);
+                }
+                Step::Swap(victim, flight) => {
+                    miss_once(c);
+                    drop(registered.take());
+                    return self.create(desc, flight, &dev, deadline, started, Some(victim));
                 }
                 Step::Join(flight) => {
                     miss_once(c);
@@ -797,22 +809,6 @@ impl PlanPool {
                         }
                         Some(Err(e)) => return Err(e),
                         None => return Err(self.timeout_error(desc, started, true)),
-                    }
-                }
-                Step::Evicted(entry) => {
-                    evicted_since_wake = true;
-                    // On a creation worker, so that the creation this miss makes next runs on
-                    // the thread that just destroyed (the destroyer thread when none can).
-                    // Queued when every worker is busy: the worker that just handed this
-                    // thread its previous plan is a moment from idle, and a thread started
-                    // for the destroy would split the destroy and the next creation over two
-                    // threads, whose cuFFT calls run slower than on one (docs/performance.md,
-                    // "Where a miss's time went"). A destroy still queued after `KICK_AFTER`
-                    // gets a worker of its own, as a creation does.
-                    let job = (self.core.clone(), entry);
-                    match self.core.creators.try_submit_queued(job, |(core, e)| core.destroy_doomed(e)) {
-                        Ok(()) => kick_at = Some(Instant::now() + crate::pool::creator::KICK_AFTER),
-                        Err((_, entry)) => self.core.doom(entry),
                     }
                 }
                 Step::Wait => {
@@ -853,14 +849,8 @@ impl PlanPool {
                     }
                     let _span = tracing::debug_span!("ceiling_wait", desc = %desc).entered();
                     let wait_started = Instant::now();
-                    let until = kick_at.take().filter(|k| *k < deadline).unwrap_or(deadline);
-                    let changed = dev.ceiling.wait_for_change(epoch, until);
+                    let changed = dev.ceiling.wait_for_change(epoch, deadline);
                     c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
-                    if !changed && until < deadline {
-                        // Our destroy may still sit behind a busy worker: start one for it.
-                        self.core.creators.kick();
-                        continue;
-                    }
                     evicted_since_wake = false;
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
@@ -887,10 +877,12 @@ impl PlanPool {
         }
     }
 
-    /// Makes the plan for a miss that took a slot: the runtime calls run on a creation
-    /// worker, and this thread waits for them until `deadline`. Whatever happens, the slot,
-    /// the single flight and the `creating` count are settled: by this thread, or (for a
-    /// creation that outlived the wait) by the worker when the call returns.
+    /// Makes the plan for a miss that took a slot, or that takes over `victim`'s (an idle
+    /// plan it evicted at the ceiling, destroyed first in the same job): the runtime calls
+    /// run on a creation worker, and this thread waits for them until `deadline`. Whatever
+    /// happens, the slot, the single flight and the `creating` count are settled: by this
+    /// thread, or (for a creation that outlived the wait) by the worker when the call
+    /// returns.
     fn create(
         &self,
         desc: &PlanDesc,
@@ -898,26 +890,51 @@ impl PlanPool {
         dev: &Arc<Device>,
         deadline: Instant,
         started: Instant,
+        victim: Option<Arc<PlanEntry>>,
     ) -> Result<Lease> {
         let c = &dev.counters;
         let options = self.plan_options;
         // Until the hand-off is settled, leaving this function (an error or a panic) undoes
-        // the miss: no key stays `creating`, no flight unfinished, no slot taken.
-        let mut unsettled =
-            CreationGuard { pool: self, desc: *desc, flight: &flight, dev, armed: true, release_slot: true, error: None };
-        let handoff = Handoff::<(Result<CreatedPlan>, Duration)>::new();
+        // the miss: no key stays `creating`, no flight unfinished, no slot taken. A swap's
+        // slot is the victim's until the victim is destroyed.
+        let mut unsettled = CreationGuard {
+            pool: self,
+            desc: *desc,
+            flight: &flight,
+            dev,
+            armed: true,
+            release_slot: true,
+            owns_slot: victim.is_none(),
+            error: None,
+        };
+        let handoff = Handoff::<Made>::new();
         let job = {
             let (core, dev, desc, handoff) = (self.core.clone(), dev.clone(), *desc, handoff.clone());
+            let mut victim = SwapVictim { core: self.core.clone(), entry: victim };
             move || {
+                // The slot is this creation's once the victim is destroyed; without a victim
+                // it was taken from the ceiling already.
+                let owns_slot = match victim.entry.take() {
+                    None => Ok(()),
+                    Some(v) => core.destroy_for_swap(&v, &dev).map_err(|e| {
+                        Error::Internal(format!("the plan {} evicted to make room for {desc} could not be destroyed: {e}", v.desc))
+                    }),
+                };
                 let started = Instant::now();
-                let made = run_create(&core, &dev, &desc, options);
-                if let Some((late, _)) = handoff.deliver((made, started.elapsed())) {
+                let (made, owns_slot) = match owns_slot {
+                    Ok(()) => (run_create(&core, &dev, &desc, options), true),
+                    Err(e) => (Err(e), false),
+                };
+                let made = Made { made, took: started.elapsed(), owns_slot };
+                if let Some(late) = handoff.deliver(made) {
                     // The miss stopped waiting: this worker settles the creation.
-                    core.settle_abandoned(&dev, &desc, late);
+                    core.settle_abandoned(&dev, &desc, late.made, late.owns_slot);
                 }
             }
         };
         if let Err(e) = self.core.creators.submit(job) {
+            // The job (and the victim in it) was dropped unrun: the victim went to the
+            // destroyer thread with its slot.
             drop(unsettled.finish_with(e.clone()));
             return Err(e);
         }
@@ -930,7 +947,7 @@ impl PlanPool {
                 handoff.wait(deadline)
             }
         };
-        let (made, took) = match waited {
+        let Made { made, took, owns_slot } = match waited {
             Some(made) => made,
             None => {
                 // The worker settles the slot and the count when (if ever) the call returns.
@@ -941,6 +958,7 @@ impl PlanPool {
                 return Err(e);
             }
         };
+        unsettled.owns_slot = owns_slot;
         let created = match made {
             Ok(created) => created,
             Err(e) => {
@@ -1570,7 +1588,7 @@ impl PlanPool {
             f
         };
         let started = Instant::now();
-        match self.create(desc, flight, &dev, started + self.acquire_timeout, started) {
+        match self.create(desc, flight, &dev, started + self.acquire_timeout, started, None) {
             Ok(lease) => {
                 // Nothing was executed under it.
                 lease.release();
@@ -1769,6 +1787,29 @@ fn run_create(core: &Core, dev: &Device, desc: &PlanDesc, options: PlanOptions) 
     made
 }
 
+/// What a creation job hands its miss: the plan (or why not), how long the creation
+/// itself took, and whether the miss holds a slot (see `CreationGuard::owns_slot`).
+struct Made {
+    made: Result<CreatedPlan>,
+    took: Duration,
+    owns_slot: bool,
+}
+
+/// A swap's victim inside its job: a job dropped before it ran (a pool shutting down)
+/// hands the victim to the destroyer thread, so its handle is never leaked.
+struct SwapVictim {
+    core: Arc<Core>,
+    entry: Option<Arc<PlanEntry>>,
+}
+
+impl Drop for SwapVictim {
+    fn drop(&mut self) {
+        if let Some(e) = self.entry.take() {
+            self.core.doom(e);
+        }
+    }
+}
+
 /// Undoes a miss's creation when dropped armed: the key leaves `creating`, the flight ends
 /// with the error (so joiners do not wait out their timeout), and, unless a worker still
 /// owns the call, the slot, the live count and the `creating` count are given back. Armed
@@ -1779,7 +1820,12 @@ struct CreationGuard<'a> {
     flight: &'a Flight,
     dev: &'a Arc<Device>,
     armed: bool,
+    /// Whether this thread settles the `creating` count (and the slot, if it owns one):
+    /// false once a worker that outlived the wait does.
     release_slot: bool,
+    /// Whether the miss holds a slot of the ceiling: false for a swap whose victim was not
+    /// (or could not be) destroyed, whose slot stays the victim's.
+    owns_slot: bool,
     error: Option<Error>,
 }
 
@@ -1797,8 +1843,10 @@ impl Drop for CreationGuard<'_> {
         }
         if self.release_slot {
             self.dev.counters.creating.fetch_sub(1, Ordering::SeqCst);
-            self.pool.core.live_down(self.dev);
-            self.dev.ceiling.release();
+            if self.owns_slot {
+                self.pool.core.live_down(self.dev);
+                self.dev.ceiling.release();
+            }
         }
         lock(&self.pool.cache.inner).creating.remove(&self.desc);
         let e = self.error.take().unwrap_or_else(|| {
