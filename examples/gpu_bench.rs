@@ -92,6 +92,13 @@ struct Args {
     /// Rounds of the 26 shapes per variant in the busy-GPU part.
     #[arg(long, default_value_t = 3)]
     busy_rounds: usize,
+    /// Milliseconds slept before each part of a plan-creation round (raw, pool, threads), as
+    /// `miss_anatomy` does between its structures.
+    #[arg(long, default_value_t = 0)]
+    create_gap_ms: u64,
+    /// Run only the first plan-creation part (and print and write it).
+    #[arg(long)]
+    creation_only: bool,
 }
 
 /// One runtime with the buffers and stream every variant on it shares.
@@ -550,7 +557,7 @@ impl Bench {
 
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
-    fn creation(&self, reps: usize, pool_first: bool) -> Result<Value> {
+    fn creation(&self, reps: usize, pool_first: bool, gap_ms: u64) -> Result<Value> {
         const DISCARD: usize = 2;
         let rt = &*self.rt;
         let n = self.shapes.len();
@@ -594,6 +601,9 @@ impl Bench {
         let mut prev_threaded: Option<RawPlan> = None;
         for rep in 0..DISCARD + reps {
             for part in if pool_first { [1, 0, 2] } else { [0, 1, 2] } {
+                if gap_ms > 0 {
+                    std::thread::sleep(Duration::from_millis(gap_ms));
+                }
                 if part == 2 {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
                         let t = Instant::now();
@@ -674,7 +684,7 @@ impl Bench {
             }));
         }
         Ok(json!({
-            "runtime": self.name, "rounds": reps, "per_shape": rows,
+            "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "per_shape": rows,
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
             "pool_misses": m.misses, "pool_destroys": m.destroys,
@@ -826,9 +836,12 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
         // Plan creation first as well, in a process that has run nothing else: against the
         // same part after the rows, it tells whether what ran before changes a miss's cost.
-        let mut first = b.creation(args.create_reps, args.pool_first)?;
+        let mut first = b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?;
         first["runtime"] = json!(format!("{primary}, before the other parts"));
         creation.push(first);
+        if args.creation_only {
+            return report_creation_only(args, &creation);
+        }
         rows.push(b.floor(args.warmup, args.cycles)?);
         rows.push(b.pool(128, args.warmup, args.cycles, Release::After)?);
         rows.push(b.pool(128, args.warmup, args.cycles, Release::Batch)?);
@@ -839,7 +852,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         rows.push(again);
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
         rows.extend(b.alternated(args.warmup, args.cycles, args.rounds)?);
-        creation.push(b.creation(args.create_reps, args.pool_first)?);
+        creation.push(b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?);
         busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
         structures = Some(b.thread_structures(args.create_reps)?);
     }
@@ -861,7 +874,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
                         b.pool(128, args.warmup, args.cycles, Release::Batch)?,
                         b.pool(8, miss_warmup, args.miss_cycles, Release::After)?,
                     ];
-                    Ok((rows, b.creation(args.create_reps, args.pool_first)?))
+                    Ok((rows, b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?))
                 })();
                 match hip_rows {
                     Ok((r, c)) => {
@@ -906,39 +919,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         );
     }
     println!();
-    for c in &creation {
-        println!(
-            "Plan creation ({}), per shape, median of {} rounds, us: raw = destroy previous + create; pool = miss at capacity 1",
-            c["runtime"].as_str().unwrap_or("?"),
-            c["rounds"]
-        );
-        println!("{:<32} {:>10} {:>10} {:>10} {:>7}", "shape", "raw", "create", "pool", "ratio");
-        for s in c["per_shape"].as_array().into_iter().flatten() {
-            println!(
-                "{:<32} {:>10.1} {:>10.1} {:>10.1} {:>7.3}",
-                s["shape"].as_str().unwrap_or("?"),
-                s["raw_destroy_create"]["median_us"].as_f64().unwrap_or(f64::NAN),
-                s["raw_create_only"]["median_us"].as_f64().unwrap_or(f64::NAN),
-                s["pool_miss_capacity_1"]["median_us"].as_f64().unwrap_or(f64::NAN),
-                s["ratio"].as_f64().unwrap_or(f64::NAN),
-            );
-        }
-        println!(
-            "raw destroy + create on two other threads (the pool's structure, no pool): {:.1} us per miss, {:.1} of it inside the calls; pool in its calls {:.1} us",
-            c["mean_raw_two_threads_us"].as_f64().unwrap_or(f64::NAN),
-            c["mean_raw_two_threads_in_calls_us"].as_f64().unwrap_or(f64::NAN),
-            c["pool_in_runtime_us_per_miss"].as_f64().unwrap_or(f64::NAN),
-        );
-        println!(
-            "{:<32} {:>10.1} {:>10.1} {:>10.1}   pool adds {:+.2}%",
-            "mean of medians",
-            c["mean_raw_us"].as_f64().unwrap_or(f64::NAN),
-            c["mean_raw_create_only_us"].as_f64().unwrap_or(f64::NAN),
-            c["mean_pool_us"].as_f64().unwrap_or(f64::NAN),
-            c["overhead_pct"].as_f64().unwrap_or(f64::NAN),
-        );
-        println!();
-    }
+    print_creation(&creation);
     if let Some(st) = &structures {
         println!("Destroy + create of the 26 shapes in turn, mean of per-shape medians over {} rounds, us ({}): whole call, and inside the runtime's calls", st["rounds"], st["runtime"].as_str().unwrap_or("?"));
         for r in st["structures"].as_array().into_iter().flatten() {
@@ -1020,6 +1001,54 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
             std::process::exit(1);
         }
         eprintln!("gpu_bench: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The plan-creation parts' table: per shape raw against the pool's miss, and the means.
+fn print_creation(creation: &[Value]) {
+    for c in creation {
+        println!(
+            "Plan creation ({}), per shape, median of {} rounds, us: raw = destroy previous + create; pool = miss at capacity 1",
+            c["runtime"].as_str().unwrap_or("?"),
+            c["rounds"]
+        );
+        println!("{:<32} {:>10} {:>10} {:>10} {:>7}", "shape", "raw", "create", "pool", "ratio");
+        for s in c["per_shape"].as_array().into_iter().flatten() {
+            println!(
+                "{:<32} {:>10.1} {:>10.1} {:>10.1} {:>7.3}",
+                s["shape"].as_str().unwrap_or("?"),
+                s["raw_destroy_create"]["median_us"].as_f64().unwrap_or(f64::NAN),
+                s["raw_create_only"]["median_us"].as_f64().unwrap_or(f64::NAN),
+                s["pool_miss_capacity_1"]["median_us"].as_f64().unwrap_or(f64::NAN),
+                s["ratio"].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+        println!(
+            "raw destroy + create on two other threads (the pool's structure, no pool): {:.1} us per miss, {:.1} of it inside the calls; pool in its calls {:.1} us",
+            c["mean_raw_two_threads_us"].as_f64().unwrap_or(f64::NAN),
+            c["mean_raw_two_threads_in_calls_us"].as_f64().unwrap_or(f64::NAN),
+            c["pool_in_runtime_us_per_miss"].as_f64().unwrap_or(f64::NAN),
+        );
+        println!(
+            "{:<32} {:>10.1} {:>10.1} {:>10.1}   pool adds {:+.2}%",
+            "mean of medians",
+            c["mean_raw_us"].as_f64().unwrap_or(f64::NAN),
+            c["mean_raw_create_only_us"].as_f64().unwrap_or(f64::NAN),
+            c["mean_pool_us"].as_f64().unwrap_or(f64::NAN),
+            c["overhead_pct"].as_f64().unwrap_or(f64::NAN),
+        );
+        println!();
+    }
+}
+
+/// `--creation-only`: the first creation part, printed and written, nothing else run.
+fn report_creation_only(args: &Args, creation: &[Value]) -> Result<()> {
+    print_creation(creation);
+    if let Some(path) = &args.json {
+        let v = json!({"creation": creation, "create_reps": args.create_reps, "create_gap_ms": args.create_gap_ms});
+        std::fs::write(path, serde_json::to_string_pretty(&v).expect("json"))
+            .map_err(|e| hipfft_pool::Error::Internal(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
 }

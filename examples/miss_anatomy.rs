@@ -18,6 +18,11 @@
 //!
 //! `--only NAME` runs one structure (to trace it alone, e.g. under `nsys profile`).
 //!
+//! Knobs that move this harness toward `gpu_bench`'s creation part, one at a time, to find
+//! what makes a miss cost more there: `--gap-ms 0` (no pause between structures),
+//! `--bench-env` (the stream and buffers `gpu_bench` allocates first), `--pool-untimed` (the
+//! pool over the runtime itself, not the timing wrapper: its calls go unrecorded).
+//!
 //! Unsafe calls: the plans destroyed are the ones this program created, each destroyed once.
 
 use std::collections::HashMap;
@@ -50,6 +55,18 @@ struct Args {
     /// Write every number as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Milliseconds slept before each structure's 26 shapes (lets the threads of the
+    /// structure before stop polling).
+    #[arg(long, default_value_t = 3)]
+    gap_ms: u64,
+    /// First do what `gpu_bench` does before its creation part: make and destroy each
+    /// shape's plan once, create a stream, allocate the input, output and work buffers.
+    #[arg(long)]
+    bench_env: bool,
+    /// Run the pool over the runtime itself rather than the timing wrapper (the pool's
+    /// calls are then not timed; its total is).
+    #[arg(long)]
+    pool_untimed: bool,
 }
 
 const STRUCTURES: [&str; 4] = ["inline", "one-job", "two-jobs", "pool"];
@@ -178,13 +195,17 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
     };
     let worker = CallThread::start(rt.clone(), true);
     let raw: &dyn Runtime = &*rt;
-    let pool = PlanPool::new(PoolConfig::builder().capacity(1).private_ceiling(1).build()?, rt.clone())?;
+    let env = if args.bench_env { Some(bench_env(&*rt.inner, &shapes)?) } else { None };
+    let pool_rt: Arc<dyn Runtime> = if args.pool_untimed { rt.inner.clone() } else { rt.clone() };
+    let pool = PlanPool::new(PoolConfig::builder().capacity(1).private_ceiling(1).build()?, pool_rt)?;
     let mut prev: Vec<Option<RawPlan>> = vec![None; STRUCTURES.len()];
     let mut totals: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); shapes.len()]; STRUCTURES.len()];
     for rep in 0..DISCARD + args.reps {
         for &s in &chosen {
             // The threads of the structure before stop polling (2 ms) before this one runs.
-            std::thread::sleep(Duration::from_millis(3));
+            if args.gap_ms > 0 {
+                std::thread::sleep(Duration::from_millis(args.gap_ms));
+            }
             for (i, (_, d)) in shapes.iter().enumerate() {
                 rt.structure.store(if rep < DISCARD { usize::MAX } else { s }, Ordering::SeqCst);
                 rt.shape.store(i, Ordering::SeqCst);
@@ -220,9 +241,25 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
     }
     let metrics = pool.metrics();
     pool.shutdown();
+    if let Some((stream, buffers)) = env {
+        // SAFETY: made by `bench_env`, used by nothing since.
+        unsafe {
+            for b in buffers {
+                rt.inner.free(b)?;
+            }
+            rt.inner.stream_destroy(stream)?;
+        }
+    }
     let calls = rt.calls.lock().clone();
     let mut rows = Vec::new();
-    println!("miss_anatomy: {} rounds of {} shapes; per structure, mean over shapes of the median us", args.reps, shapes.len());
+    println!(
+        "miss_anatomy: {} rounds of {} shapes; per structure, mean over shapes of the median us (gap {} ms{}{})",
+        args.reps,
+        shapes.len(),
+        args.gap_ms,
+        if args.bench_env { ", bench env" } else { "" },
+        if args.pool_untimed { ", pool untimed" } else { "" }
+    );
     println!(
         "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>6}  threads",
         "structure", "total", "destroy", "create", "in calls", "outside", "before", "between", "x inline", "same cpu", "cpus"
@@ -279,6 +316,7 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
             threads
         );
         rows.push(json!({
+            "gap_ms": args.gap_ms, "bench_env": args.bench_env, "pool_untimed": args.pool_untimed,
             "structure": STRUCTURES[s], "total_us": total, "destroy_us": destroy, "create_us": create,
             "outside_calls_us": total - destroy - create, "x_inline": x_inline,
             "before_destroy_us_median": before, "destroy_to_create_us_median": between,
@@ -309,6 +347,26 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
             .map_err(|e| hipfft_pool::Error::Internal(format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// What `gpu_bench` does before its creation part: each shape's plan made and destroyed
+/// once, a stream, and input, output and work buffers of the largest sizes.
+fn bench_env(rt: &dyn Runtime, shapes: &[(String, PlanDesc)]) -> Result<(hipfft_pool::RawStream, Vec<hipfft_pool::DevicePtr>)> {
+    let (mut input, mut output, mut work) = (0, 0, 1);
+    for (_, d) in shapes {
+        let e = d.validate()?;
+        input = input.max(e.input_bytes);
+        output = output.max(e.output_bytes);
+        let p = rt.plan_create(d, PlanOptions::default())?;
+        work = work.max(p.work_size);
+        // SAFETY: the plan just made, destroyed once.
+        unsafe { rt.plan_destroy(p.plan) }?;
+    }
+    let stream = rt.stream_create()?;
+    let buffers = vec![rt.malloc(input)?, rt.malloc(output)?, rt.malloc(work)?];
+    // SAFETY: `buffers[0]` holds `input` bytes.
+    unsafe { rt.memcpy_htod(buffers[0], &vec![0u8; input]) }?;
+    Ok((stream, buffers))
 }
 
 /// User + system CPU seconds of each live thread of this process, by name (Linux
