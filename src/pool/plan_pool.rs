@@ -1044,10 +1044,6 @@ impl PlanPool {
         Ok(Lease::new(unsafe { Held::new(&entry, stripe) }))
     }
 
-
-
-
-
     /// Evicts least recently used plans until the cache fits its capacity and work-area
     /// budget. Idle victims are returned for destruction; leased ones are retired.
     fn enforce_bounds(&self, inner: &mut Inner, victims: &mut Vec<Arc<PlanEntry>>, admitted: Option<&PlanDesc>) {

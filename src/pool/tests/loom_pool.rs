@@ -1,5 +1,6 @@
 //! `PlanPool`'s acquire path and shutdown under loom: misses at a full ceiling, single
-//! flight, the waiter's wake-up, a failing creation, shutdown against an idle destroy.
+//! flight, the waiter's wake-up, two misses swapping one slot in turn, a failing creation,
+//! shutdown against an idle destroy.
 
 use super::{ModelRuntime, Regression, alloc_failed, caught, key, model, model_bounded, pool, spawn};
 
@@ -73,6 +74,41 @@ fn the_old_wait_protocol_is_caught() {
     assert!(msg.contains("deadlock"), "{msg}");
 }
 
+/// Two misses on two keys at a full ceiling of one, whose only plan is idle: one of them
+/// swaps that plan's slot (destroys it and creates its own in one job), the other finds
+/// nothing idle until the first releases its lease, then swaps that plan. The runtime never
+/// has two plans alive (it panics if it does), no slot is lost, and the ceiling counts what
+/// the runtime holds throughout.
+#[test]
+fn two_misses_on_two_keys_take_turns_at_one_slot_by_swapping() {
+    model_bounded(2, || {
+        let rt = ModelRuntime::new(1);
+        let pool = std::sync::Arc::new(pool(&rt, 1));
+        let ceiling = pool.ceiling();
+        drop(pool.acquire(&key(8)).expect("the first plan"));
+        let other = {
+            let (pool, rt) = (pool.clone(), rt.clone());
+            spawn(move || {
+                let lease = pool.acquire(&key(16)).expect("a swap at the ceiling is served");
+                rt.using(lease.plan());
+                rt.done_with(lease.plan());
+            })
+        };
+        let lease = pool.acquire(&key(32)).expect("a swap at the ceiling is served");
+        rt.using(lease.plan());
+        rt.done_with(lease.plan());
+        drop(lease);
+        other.join().unwrap();
+        assert_eq!(rt.creations(), 3, "one creation per key");
+        assert_eq!(rt.destroys(), 2, "each miss destroyed the plan before it");
+        assert_eq!(rt.live(), 1);
+        assert_eq!(ceiling.live(), rt.live(), "the ceiling counts what the runtime has alive");
+        drop(pool);
+        assert_eq!(rt.live(), 0);
+        assert_eq!(ceiling.live(), 0, "every slot came back");
+    });
+}
+
 /// Two misses on one key whose creation fails: the error (with the runtime's code) reaches
 /// both, and the slot comes back each time: nothing live, nothing counted.
 #[test]
@@ -94,12 +130,15 @@ fn a_failed_creation_reaches_every_joiner_and_gives_its_slot_back() {
     });
 }
 
-/// Another thread's miss evicts the idle plan and destroys it outside every lock while the
-/// main thread shuts down: shutdown returns only once that destroy returned (the runtime
-/// has no plan left then), whatever the miss did.
+/// Another thread's miss pushes the idle plan out of a cache of one (the ceiling has room
+/// for both, so the miss creates first and the victim's destroy runs after, outside every
+/// lock) while the main thread shuts down: shutdown returns only once that destroy returned
+/// (the runtime has no plan left then), whatever the miss did. (At a full ceiling the miss
+/// would swap the victim's slot instead, destroying it inside its own creation, which
+/// shutdown waits for as a creation.)
 fn shutdown_racing_an_idle_destroy_by_another_thread() {
     model(|| {
-        let rt = ModelRuntime::new(1);
+        let rt = ModelRuntime::new(2);
         let pool = std::sync::Arc::new(pool(&rt, 1));
         drop(pool.acquire(&key(8)).expect("the first plan"));
         let miss = {

@@ -6,7 +6,8 @@
 //!       cargo test --release --lib pool::tests`
 //!
 //! - `loom_pool.rs`: misses at a full ceiling (single flight, no slot leak, the waiter's
-//!   wake-up), a failing creation, shutdown against another thread's idle destroy;
+//!   wake-up), two misses taking turns at one slot by swapping its idle plan, a failing
+//!   creation, shutdown against another thread's idle destroy;
 //! - `loom_lease.rs`: eviction racing the last release of a leased plan, releases on two
 //!   stripes (of a pool's plan, and of a lease state alone), and a front-cache hit on it;
 //!   shutdown racing the last release; `release_after` completion racing shutdown;
