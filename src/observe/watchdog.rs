@@ -171,22 +171,35 @@ impl CallSlot {
         unsafe { (*self.call.get()).take() }
     }
 
-    /// A scanner: runs `f` on the slot's call, pinned, if there is one.
+    /// A scanner: runs `f` on the slot's call, pinned, if there is one. A call another
+    /// scanner has pinned is waited for (it is done within a format of the descriptor), not
+    /// skipped: a skipped call would miss a scan's aging and be left out of `stalled`.
     fn with_call(&self, f: impl FnOnce(&mut Call)) {
         use std::sync::atomic::Ordering;
-        let id = self.current.load(Ordering::Acquire);
-        if id == 0 || id & PINNED != 0 {
+        if self.current.load(Ordering::Acquire) == 0 {
             return;
         }
         self.readers.fetch_add(1, Ordering::SeqCst);
-        if self.current.compare_exchange(id, id | PINNED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            // SAFETY: pinned: the owner is still in the call and waits for `readers` before
-            // it touches `call` (see the type); no other scanner can pin it meanwhile.
-            if let Some(c) = unsafe { (*self.call.get()).as_mut() } {
-                f(c);
+        loop {
+            let id = self.current.load(Ordering::Acquire);
+            if id == 0 {
+                break;
             }
-            // Fails only if the owner left meanwhile (it then waits for `readers`).
-            let _ = self.current.compare_exchange(id | PINNED, id, Ordering::AcqRel, Ordering::Relaxed);
+            if id & PINNED != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            // Fails if another scanner pinned it or the owner moved on meanwhile: look again.
+            if self.current.compare_exchange(id, id | PINNED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                // SAFETY: pinned: the owner is still in the call and waits for `readers`
+                // before it touches `call` (see the type); no other scanner can pin it meanwhile.
+                if let Some(c) = unsafe { (*self.call.get()).as_mut() } {
+                    f(c);
+                }
+                // Fails only if the owner left meanwhile (it then waits for `readers`).
+                let _ = self.current.compare_exchange(id | PINNED, id, Ordering::AcqRel, Ordering::Relaxed);
+                break;
+            }
         }
         self.readers.fetch_sub(1, Ordering::Release);
     }
@@ -501,6 +514,48 @@ mod tests {
         drop(again);
         assert_eq!(w.scan_device(None), 0);
         MINE.with(|m| assert!(m.calls.lock().is_empty(), "the thread's list is empty again"));
+    }
+
+    /// Two scanners at one slot: the second, finding the call pinned by the first, waits
+    /// for it rather than skipping the call (before the fix it skipped it: that scan did not
+    /// age the call, and `stalled` could leave out a call past the threshold).
+    #[test]
+    fn a_call_another_scanner_has_pinned_is_waited_for_not_skipped() {
+        use std::sync::atomic::Ordering;
+        let slot = CallSlot::new();
+        let ceiling = Arc::new(Counts);
+        let d = PlanDesc::new(TransformType::C2C, &[8], 1);
+        let ceiling_ptr: *const dyn LiveCounts = Arc::as_ptr(&ceiling) as *const Counts;
+        let call = Call { kind: CallKind::Create, ceiling: ceiling_ptr, desc: &d, dog: 1, age: 0, reported: false };
+        assert!(slot.enter(call).is_ok(), "the slot is free");
+        let (pinned_tx, pinned_rx) = crossbeam_channel::bounded::<()>(0);
+        let (go_tx, go_rx) = crossbeam_channel::bounded::<()>(0);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                slot.with_call(|_| {
+                    pinned_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                })
+            });
+            pinned_rx.recv().unwrap();
+            let second = s.spawn(|| {
+                let mut visited = false;
+                slot.with_call(|c| {
+                    c.age += 1;
+                    visited = true;
+                });
+                visited
+            });
+            // The second scanner is in once it counts as a reader (or it returned at once).
+            while slot.readers.load(Ordering::SeqCst) < 2 && !second.is_finished() {
+                std::thread::yield_now();
+            }
+            go_tx.send(()).unwrap();
+            first.join().unwrap();
+            assert!(second.join().unwrap(), "the second scanner visited the call once the first unpinned it");
+        });
+        assert_eq!(slot.leave().map(|c| c.age), Some(1), "the second scan aged the call");
+        assert_eq!(slot.current.load(Ordering::SeqCst), 0);
     }
 
     /// The lock-free slot under a scanner on another thread: every call the owner is in is
