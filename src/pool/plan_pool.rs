@@ -729,9 +729,10 @@ impl PlanPool {
         let mut waited = false;
         // Held from the first time there was nothing to do (see `Step::Wait`).
         let mut registered: Option<Waiting<'_>> = None;
-        // One eviction per wake-up: its destroy runs on the destroyer thread, and evicting
-        // more while it runs would empty the cache for one slot.
-        let mut evicted_since_wake = false;
+        // One reclaim from another pool per wake-up: its destroy runs on that pool's
+        // destroyer, and reclaiming more while it runs would empty their caches for one slot.
+        // (Our own idle victims are swapped, never waited for: see `Step::Swap`.)
+        let mut reclaimed_since_wake = false;
         let mut missed = false;
         let mut miss_once = |c: &Counters| {
             if !std::mem::replace(&mut missed, true) {
@@ -756,27 +757,13 @@ impl PlanPool {
                     Step::Retry
                 } else if dev.ceiling.try_acquire() {
                     self.core.live_up(&dev);
-                    c.creating.fetch_add(1, Ordering::SeqCst);
-                    let f = Arc::new(Flight::new());
-                    inner.creating.insert(*desc, f.clone());
-                    let (cap, lim) = (inner.capacity, dev.ceiling.limit());
-                    if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
-                        tracing::warn!("{w}");
-                    }
-                    Step::Create(f)
-                } else if evicted_since_wake {
+                    Step::Create(Self::start_flight(&mut inner, desc, &dev))
+                } else if reclaimed_since_wake {
                     Step::Wait
                 } else if let Some(e) = self.cache.evict_one_idle(&mut inner, &dev.ceiling) {
                     // The victim's slot passes to this miss once it is destroyed (never back
                     // to the ceiling, so no other miss takes it in between).
-                    c.creating.fetch_add(1, Ordering::SeqCst);
-                    let f = Arc::new(Flight::new());
-                    inner.creating.insert(*desc, f.clone());
-                    let (cap, lim) = (inner.capacity, dev.ceiling.limit());
-                    if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
-                        tracing::warn!("{w}");
-                    }
-                    Step::Swap(e, f)
+                    Step::Swap(e, Self::start_flight(&mut inner, desc, &dev))
                 } else {
                     Step::Wait
                 }
@@ -814,8 +801,8 @@ impl PlanPool {
                 Step::Wait => {
                     // Nothing idle of our own: another pool at this ceiling may sit on idle
                     // plans. One reclaim per wake-up, like our own evictions.
-                    if !evicted_since_wake && dev.ceiling.reclaim_from_others(Arc::as_ptr(&self.cache) as *const ()) {
-                        evicted_since_wake = true;
+                    if !reclaimed_since_wake && dev.ceiling.reclaim_from_others(Arc::as_ptr(&self.cache) as *const ()) {
+                        reclaimed_since_wake = true;
                         continue;
                     }
                     #[cfg(all(test, loom))]
@@ -832,7 +819,7 @@ impl PlanPool {
                     }
                     // Nothing is on its way: the host may be holding the work that would free
                     // a slot. (With an eviction on its way there is nothing to flush for.)
-                    if !flushed && !evicted_since_wake {
+                    if !flushed && !reclaimed_since_wake {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
                         if let Some(hook) = hook {
@@ -851,7 +838,7 @@ impl PlanPool {
                     let wait_started = Instant::now();
                     let changed = dev.ceiling.wait_for_change(epoch, deadline);
                     c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
-                    evicted_since_wake = false;
+                    reclaimed_since_wake = false;
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started, false));
@@ -859,6 +846,20 @@ impl PlanPool {
                 }
             }
         }
+    }
+
+    /// Lists the creation a miss is about to make for `desc` (its single flight, counted in
+    /// `creating` until it settles) and feeds the thrash check. Under the cache lock.
+    fn start_flight(inner: &mut Inner, desc: &PlanDesc, dev: &Device) -> Arc<Flight> {
+        let c = &dev.counters;
+        c.creating.fetch_add(1, Ordering::SeqCst);
+        let f = Arc::new(Flight::new());
+        inner.creating.insert(*desc, f.clone());
+        let (cap, lim) = (inner.capacity, dev.ceiling.limit());
+        if let Some(w) = inner.thrash.missed(desc, cap, lim, c) {
+            tracing::warn!("{w}");
+        }
+        f
     }
 
     fn timeout_error(&self, desc: &PlanDesc, started: Instant, joined_creation: bool) -> Error {
