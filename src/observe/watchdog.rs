@@ -525,7 +525,7 @@ mod tests {
         let slot = CallSlot::new();
         let ceiling = Arc::new(Counts);
         let d = PlanDesc::new(TransformType::C2C, &[8], 1);
-        let ceiling_ptr: *const dyn LiveCounts = Arc::as_ptr(&ceiling) as *const Counts;
+        let ceiling_ptr: *const Counts = Arc::as_ptr(&ceiling);
         let call = Call { kind: CallKind::Create, ceiling: ceiling_ptr, desc: &d, dog: 1, age: 0, reported: false };
         assert!(slot.enter(call).is_ok(), "the slot is free");
         let (pinned_tx, pinned_rx) = crossbeam_channel::bounded::<()>(0);
