@@ -175,8 +175,9 @@ impl Core {
     /// Destroys an idle plan `PlanPool::retire` handed to a miss at the ceiling, which takes
     /// its slot over: the miss's creation runs next on the same worker, so the miss waits
     /// for one hand-off each way instead of two (the slot never goes back to the ceiling,
-    /// so no other miss can take it in between). `Err` when the destroy could not run or
-    /// panicked: the plan keeps its slot (a retry destroys it later) and the miss has none.
+    /// so no other miss can take it in between). `Err` when the destroy could not run (the
+    /// plan keeps its slot and is retried later) or panicked (it stays counted as live, as
+    /// on the destroyer thread): either way the miss has no slot.
     pub(crate) fn destroy_for_swap(&self, entry: &Arc<PlanEntry>, to: &Device) -> crate::error::Result<()> {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.destroy_call(entry)));
         self.destroying.fetch_sub(1, Ordering::SeqCst);
@@ -275,11 +276,7 @@ impl Core {
             }
         }));
         if let Err(p) = outcome {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic".into());
+            let msg = crate::error::panic_message(&*p);
             tracing::error!(desc = %desc, "hipfftDestroy panicked on the destroyer thread: {msg}; the plan stays counted as live");
             Counters::bump(&self.device(desc.device).counters.destroy_failures);
         }
