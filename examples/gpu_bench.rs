@@ -41,6 +41,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -52,6 +53,9 @@ use serde_json::{Value, json};
 #[path = "common/call_thread.rs"]
 mod call_thread;
 use call_thread::{CallThread, Job};
+#[path = "common/call_cost.rs"]
+mod call_cost;
+use call_cost::CallCost;
 
 #[derive(Parser, Debug)]
 #[command(about = "Per-call cost of the plan provider on a GPU: raw cuFFT floor, the pool over cuFFT and over hip-shim, plan creation")]
@@ -99,6 +103,46 @@ struct Args {
     /// Run only the first plan-creation part (and print and write it).
     #[arg(long)]
     creation_only: bool,
+    /// In the plan-creation part, also measure each create and destroy's thread CPU time,
+    /// page faults and context switches (two more system calls around each call).
+    #[arg(long)]
+    call_costs: bool,
+}
+
+/// The runtime with each create and destroy's cost to its thread recorded, tagged with
+/// what the creation part was measuring when it was made (`part * 1000 + shape`;
+/// `usize::MAX`: not measured).
+struct Clocked {
+    inner: Arc<dyn Runtime>,
+    tag: AtomicUsize,
+    costs: parking_lot::Mutex<Vec<(usize, bool, CallCost)>>,
+}
+
+impl Clocked {
+    fn keep(&self, create: bool, cost: CallCost) {
+        let tag = self.tag.load(Ordering::SeqCst);
+        if tag != usize::MAX {
+            self.costs.lock().push((tag, create, cost));
+        }
+    }
+}
+
+// SAFETY: forwards every call to the wrapped runtime and returns its answer unchanged.
+unsafe impl hipfft_pool::Decorator for Clocked {
+    fn inner(&self) -> &dyn Runtime {
+        &*self.inner
+    }
+    fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<hipfft_pool::CreatedPlan> {
+        let (r, cost) = CallCost::measure(|| self.inner.plan_create(desc, options));
+        self.keep(true, cost);
+        r
+    }
+    unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        // SAFETY: the caller's contract, passed on unchanged.
+        let (r, cost) = CallCost::measure(|| unsafe { self.inner.plan_destroy(plan) });
+        self.keep(false, cost);
+        r
+    }
 }
 
 /// One runtime with the buffers and stream every variant on it shares.
@@ -557,12 +601,14 @@ impl Bench {
 
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
-    fn creation(&self, reps: usize, pool_first: bool, gap_ms: u64) -> Result<Value> {
+    fn creation(&self, reps: usize, pool_first: bool, gap_ms: u64, call_costs: bool) -> Result<Value> {
         const DISCARD: usize = 2;
-        let rt = &*self.rt;
+        let clocked = Arc::new(Clocked { inner: self.rt.clone(), tag: AtomicUsize::new(usize::MAX), costs: Default::default() });
+        let runtime: Arc<dyn Runtime> = if call_costs { clocked.clone() } else { self.rt.clone() };
+        let rt = &*runtime;
         let n = self.shapes.len();
         let config = PoolConfig::builder().capacity(1).private_ceiling(1).build()?;
-        let pool = PlanPool::new(config, self.rt.clone())?;
+        let pool = PlanPool::new(config, runtime.clone())?;
         let mut raw = vec![Vec::new(); n];
         let mut raw_create = vec![Vec::new(); n];
         let mut pooled = vec![Vec::new(); n];
@@ -577,7 +623,7 @@ impl Bench {
         let (destroyed_tx, destroyed_rx) = std::sync::mpsc::channel::<Result<f64>>();
         let (create_tx, create_rx) = std::sync::mpsc::channel::<PlanDesc>();
         let (created_tx, created_rx) = std::sync::mpsc::channel::<Result<(RawPlan, f64)>>();
-        let (rt_d, rt_c) = (self.rt.clone(), self.rt.clone());
+        let (rt_d, rt_c) = (runtime.clone(), runtime.clone());
         let destroyer = std::thread::spawn(move || {
             while let Ok(p) = destroy_rx.recv() {
                 let t = Instant::now();
@@ -604,8 +650,10 @@ impl Bench {
                 if gap_ms > 0 {
                     std::thread::sleep(Duration::from_millis(gap_ms));
                 }
+                let tag = |i: usize| clocked.tag.store(if rep < DISCARD { usize::MAX } else { part * 1000 + i }, Ordering::SeqCst);
                 if part == 2 {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        tag(i);
                         let t = Instant::now();
                         let mut in_calls = 0.0;
                         if let Some(p) = prev_threaded.take() {
@@ -628,6 +676,7 @@ impl Bench {
                     }
                 } else if part == 0 {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        tag(i);
                         let t = Instant::now();
                         if let Some(p) = prev.take() {
                             // SAFETY: see the note at the top of this file.
@@ -649,6 +698,7 @@ impl Bench {
                     }
                 } else {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
+                        tag(i);
                         let t = Instant::now();
                         drop(pool.acquire(d)?);
                         let dt = t.elapsed();
@@ -659,6 +709,7 @@ impl Bench {
                 }
             }
         }
+        clocked.tag.store(usize::MAX, Ordering::SeqCst);
         drop((destroy_tx, create_tx));
         let _ = (destroyer.join(), creator.join());
         let m = pool.metrics();
@@ -683,7 +734,22 @@ impl Bench {
                 "raw_on_two_threads": th.json(), "raw_on_two_threads_in_calls": thc.json(),
             }));
         }
+        // Per part, what each create and destroy cost its thread (`--call-costs`).
+        let costs = std::mem::take(&mut *clocked.costs.lock());
+        let call_costs = call_costs.then(|| {
+            let of = |part: usize, create: bool| -> Value {
+                let mine: Vec<(usize, CallCost)> =
+                    costs.iter().filter(|c| c.0 / 1000 == part && c.1 == create).map(|c| (c.0 % 1000, c.2)).collect();
+                call_cost::summary(&mine, n)
+            };
+            json!({
+                "raw": {"create": of(0, true), "destroy": of(0, false)},
+                "pool": {"create": of(1, true), "destroy": of(1, false)},
+                "two_threads": {"create": of(2, true), "destroy": of(2, false)},
+            })
+        });
         Ok(json!({
+            "call_costs": call_costs,
             "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "per_shape": rows,
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
@@ -836,7 +902,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
         // Plan creation first as well, in a process that has run nothing else: against the
         // same part after the rows, it tells whether what ran before changes a miss's cost.
-        let mut first = b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?;
+        let mut first = b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?;
         first["runtime"] = json!(format!("{primary}, before the other parts"));
         creation.push(first);
         if args.creation_only {
@@ -852,7 +918,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         rows.push(again);
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
         rows.extend(b.alternated(args.warmup, args.cycles, args.rounds)?);
-        creation.push(b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?);
+        creation.push(b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?);
         busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
         structures = Some(b.thread_structures(args.create_reps)?);
     }
@@ -874,7 +940,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
                         b.pool(128, args.warmup, args.cycles, Release::Batch)?,
                         b.pool(8, miss_warmup, args.miss_cycles, Release::After)?,
                     ];
-                    Ok((rows, b.creation(args.create_reps, args.pool_first, args.create_gap_ms)?))
+                    Ok((rows, b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?))
                 })();
                 match hip_rows {
                     Ok((r, c)) => {
@@ -1038,6 +1104,13 @@ fn print_creation(creation: &[Value]) {
             c["mean_pool_us"].as_f64().unwrap_or(f64::NAN),
             c["overhead_pct"].as_f64().unwrap_or(f64::NAN),
         );
+        if c["call_costs"].is_object() {
+            for part in ["raw", "pool", "two_threads"] {
+                for call in ["create", "destroy"] {
+                    println!("{part:>11} {call:<7}: {}", call_cost::line(&c["call_costs"][part][call]));
+                }
+            }
+        }
         println!();
     }
 }

@@ -39,6 +39,9 @@ use serde_json::{Value, json};
 #[path = "common/call_thread.rs"]
 mod call_thread;
 use call_thread::{CallThread, Job};
+#[path = "common/call_cost.rs"]
+mod call_cost;
+use call_cost::CallCost;
 
 #[derive(Parser, Debug)]
 #[command(about = "Where a pool miss's time goes: destroy + create inline, on a worker, and through the pool")]
@@ -93,6 +96,8 @@ struct Call {
     cpu_start: i32,
     cpu_end: i32,
     thread: String,
+    /// The calling thread's CPU time, faults and switches during the call.
+    cost: CallCost,
 }
 
 /// The runtime, with every create and destroy timed and tagged with the structure and
@@ -107,7 +112,7 @@ struct Timed {
 }
 
 impl Timed {
-    fn record(&self, create: bool, started: Instant, cpu_start: i32) {
+    fn record(&self, create: bool, started: Instant, cpu_start: i32, cost: CallCost) {
         let us = started.elapsed().as_secs_f64() * 1e6;
         let call = Call {
             structure: self.structure.load(Ordering::SeqCst),
@@ -118,6 +123,7 @@ impl Timed {
             cpu_start,
             cpu_end: cpu(),
             thread: std::thread::current().name().unwrap_or("main").to_string(),
+            cost,
         };
         self.calls.lock().push(call);
     }
@@ -130,15 +136,15 @@ unsafe impl Decorator for Timed {
     }
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
         let (c, t) = (cpu(), Instant::now());
-        let r = self.inner.plan_create(desc, options);
-        self.record(true, t, c);
+        let (r, cost) = CallCost::measure(|| self.inner.plan_create(desc, options));
+        self.record(true, t, c, cost);
         r
     }
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
         let (c, t) = (cpu(), Instant::now());
         // SAFETY: the caller's contract, passed on unchanged.
-        let r = unsafe { self.inner.plan_destroy(plan) };
-        self.record(false, t, c);
+        let (r, cost) = CallCost::measure(|| unsafe { self.inner.plan_destroy(plan) });
+        self.record(false, t, c, cost);
         r
     }
 }
@@ -300,6 +306,11 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
             *threads.entry(c.thread.as_str()).or_default() += 1;
         }
         let x_inline = inline_total.map_or(f64::NAN, |i| total / i);
+        let costs = |create: bool| -> Vec<(usize, CallCost)> {
+            mine.iter().filter(|c| c.create == create).map(|c| (c.shape, c.cost)).collect()
+        };
+        let (create_cost, destroy_cost) =
+            (call_cost::summary(&costs(true), shapes.len()), call_cost::summary(&costs(false), shapes.len()));
         println!(
             "{:<10} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8.1} {:>8.1} {:>8.3} {:>7.0}% {:>6}  {:?}",
             STRUCTURES[s],
@@ -315,7 +326,12 @@ fn run(args: &Args, inner: Arc<dyn Runtime>) -> Result<()> {
             cpus.len(),
             threads
         );
+        if !mine.is_empty() {
+            println!("{:<10} create:  {}", "", call_cost::line(&create_cost));
+            println!("{:<10} destroy: {}", "", call_cost::line(&destroy_cost));
+        }
         rows.push(json!({
+            "create_cost": create_cost, "destroy_cost": destroy_cost,
             "gap_ms": args.gap_ms, "bench_env": args.bench_env, "pool_untimed": args.pool_untimed,
             "structure": STRUCTURES[s], "total_us": total, "destroy_us": destroy, "create_us": create,
             "outside_calls_us": total - destroy - create, "x_inline": x_inline,
