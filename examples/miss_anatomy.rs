@@ -41,7 +41,7 @@ mod call_thread;
 use call_thread::{CallThread, Job};
 #[path = "common/call_cost.rs"]
 mod call_cost;
-use call_cost::CallCost;
+use call_cost::{CallCost, median};
 
 #[derive(Parser, Debug)]
 #[command(about = "Where a pool miss's time goes: destroy + create inline, on a worker, and through the pool")]
@@ -147,14 +147,6 @@ unsafe impl Decorator for Timed {
         self.record(false, t, c, cost);
         r
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

@@ -3,7 +3,9 @@
 //! `getrusage(RUSAGE_THREAD)`). Shared by the examples that ask why a plan call costs more
 //! on one thread than on another (`gpu_bench`'s creation part, `miss_anatomy`): a call whose
 //! CPU time matches its wall time ran slower; one whose CPU time falls short of it waited
-//! (a lock, the scheduler, a page in).
+//! (a lock, the scheduler, a page in). The thread CPU clock is a system call, so the CPU
+//! time holds part of its two reads (a few tenths of a microsecond; on the sim, where a call
+//! takes about that, it reads above the wall time).
 
 use std::time::Instant;
 
@@ -52,17 +54,25 @@ struct Reading {
     involuntary: i64,
 }
 
-fn read() -> Reading {
+/// Reads the thread's counters around `wall`: at a call's start the clock is read last and
+/// at its end first, so each window (wall, CPU) holds the call and not the other's reads.
+fn read(wall_last: bool) -> Reading {
     let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
     let mut ru = Rusage { utime: Timeval { tv_sec: 0, tv_usec: 0 }, stime: Timeval { tv_sec: 0, tv_usec: 0 }, longs: [0; 14] };
+    let early = (!wall_last).then(Instant::now);
     // SAFETY: both take a pointer to a caller-owned struct of the layout the kernel writes;
     // on failure they leave it zeroed, which reads as no cost.
     unsafe {
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts);
-        getrusage(RUSAGE_THREAD, &mut ru);
+        if wall_last {
+            getrusage(RUSAGE_THREAD, &mut ru);
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        } else {
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts);
+            getrusage(RUSAGE_THREAD, &mut ru);
+        }
     }
     Reading {
-        wall: Instant::now(),
+        wall: early.unwrap_or_else(Instant::now),
         cpu_ns: ts.tv_sec * 1_000_000_000 + ts.tv_nsec,
         faults: ru.longs[MINFLT] + ru.longs[MAJFLT],
         voluntary: ru.longs[NVCSW],
@@ -83,9 +93,9 @@ pub struct CallCost {
 impl CallCost {
     /// Runs `f` on this thread and says what it cost.
     pub fn measure<T>(f: impl FnOnce() -> T) -> (T, CallCost) {
-        let a = read();
+        let a = read(true);
         let out = f();
-        let b = read();
+        let b = read(false);
         let cost = CallCost {
             wall_us: (b.wall - a.wall).as_secs_f64() * 1e6,
             cpu_us: (b.cpu_ns - a.cpu_ns) as f64 / 1e3,
@@ -97,7 +107,8 @@ impl CallCost {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value (the upper of the two for an even count); NaN for none.
+pub fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
