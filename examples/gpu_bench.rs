@@ -603,8 +603,13 @@ impl Bench {
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
     fn creation(&self, reps: usize, pool_first: bool, gap_ms: u64, call_costs: bool) -> Result<Value> {
         const DISCARD: usize = 2;
-        let clocked = Arc::new(Clocked { inner: self.rt.clone(), tag: AtomicUsize::new(usize::MAX), costs: Default::default() });
-        let runtime: Arc<dyn Runtime> = if call_costs { clocked.clone() } else { self.rt.clone() };
+        // `--call-costs`: the runtime with each create and destroy's cost recorded.
+        let clocked = call_costs
+            .then(|| Arc::new(Clocked { inner: self.rt.clone(), tag: AtomicUsize::new(usize::MAX), costs: Default::default() }));
+        let runtime: Arc<dyn Runtime> = match &clocked {
+            Some(c) => c.clone(),
+            None => self.rt.clone(),
+        };
         let rt = &*runtime;
         let n = self.shapes.len();
         let config = PoolConfig::builder().capacity(1).private_ceiling(1).build()?;
@@ -650,7 +655,11 @@ impl Bench {
                 if gap_ms > 0 {
                     std::thread::sleep(Duration::from_millis(gap_ms));
                 }
-                let tag = |i: usize| clocked.tag.store(if rep < DISCARD { usize::MAX } else { part * 1000 + i }, Ordering::SeqCst);
+                let tag = |i: usize| {
+                    if let Some(c) = &clocked {
+                        c.tag.store(if rep < DISCARD { usize::MAX } else { part * 1000 + i }, Ordering::SeqCst)
+                    }
+                };
                 if part == 2 {
                     for (i, (_, d, _)) in self.shapes.iter().enumerate() {
                         tag(i);
@@ -709,7 +718,9 @@ impl Bench {
                 }
             }
         }
-        clocked.tag.store(usize::MAX, Ordering::SeqCst);
+        if let Some(c) = &clocked {
+            c.tag.store(usize::MAX, Ordering::SeqCst);
+        }
         drop((destroy_tx, create_tx));
         let _ = (destroyer.join(), creator.join());
         let m = pool.metrics();
@@ -735,8 +746,8 @@ impl Bench {
             }));
         }
         // Per part, what each create and destroy cost its thread (`--call-costs`).
-        let costs = std::mem::take(&mut *clocked.costs.lock());
-        let call_costs = call_costs.then(|| {
+        let call_costs = clocked.map(|clocked| {
+            let costs = std::mem::take(&mut *clocked.costs.lock());
             let of = |part: usize, create: bool| -> Value {
                 let mine: Vec<(usize, CallCost)> =
                     costs.iter().filter(|c| c.0 / 1000 == part && c.1 == create).map(|c| (c.0 % 1000, c.2)).collect();
