@@ -107,6 +107,33 @@ struct Args {
     /// page faults and context switches (two more system calls around each call).
     #[arg(long)]
     call_costs: bool,
+    /// Leave out the plan-creation part's third part (raw calls on two other threads), to
+    /// tell whether its threads' cuFFT calls change what the pool's calls cost.
+    #[arg(long)]
+    no_two_threads: bool,
+}
+
+impl Args {
+    /// The knobs of the plan-creation part.
+    fn creation(&self) -> Creation {
+        Creation {
+            reps: self.create_reps,
+            pool_first: self.pool_first,
+            gap_ms: self.create_gap_ms,
+            call_costs: self.call_costs,
+            two_threads: !self.no_two_threads,
+        }
+    }
+}
+
+/// How the plan-creation part runs (see `Args` for each knob).
+#[derive(Clone, Copy)]
+struct Creation {
+    reps: usize,
+    pool_first: bool,
+    gap_ms: u64,
+    call_costs: bool,
+    two_threads: bool,
 }
 
 /// The runtime with each create and destroy's cost to its thread recorded, tagged with
@@ -115,14 +142,26 @@ struct Args {
 struct Clocked {
     inner: Arc<dyn Runtime>,
     tag: AtomicUsize,
-    costs: parking_lot::Mutex<Vec<(usize, bool, CallCost)>>,
+    costs: parking_lot::Mutex<Vec<ClockedCall>>,
+}
+
+/// One recorded call: its part and shape (`tag`), create or destroy, its cost, and where it
+/// ran (the thread's name and the CPU it ended on), to tell which threads and cores each
+/// part's calls ran on.
+struct ClockedCall {
+    tag: usize,
+    create: bool,
+    cost: CallCost,
+    thread: String,
+    cpu: i32,
 }
 
 impl Clocked {
     fn keep(&self, create: bool, cost: CallCost) {
         let tag = self.tag.load(Ordering::SeqCst);
         if tag != usize::MAX {
-            self.costs.lock().push((tag, create, cost));
+            let thread = std::thread::current().name().unwrap_or("unnamed").to_string();
+            self.costs.lock().push(ClockedCall { tag, create, cost, thread, cpu: call_cost::cpu() });
         }
     }
 }
@@ -601,7 +640,8 @@ impl Bench {
 
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
-    fn creation(&self, reps: usize, pool_first: bool, gap_ms: u64, call_costs: bool) -> Result<Value> {
+    fn creation(&self, knobs: Creation) -> Result<Value> {
+        let Creation { reps, pool_first, gap_ms, call_costs, two_threads } = knobs;
         const DISCARD: usize = 2;
         // `--call-costs`: the runtime with each create and destroy's cost recorded.
         let clocked = call_costs
@@ -629,7 +669,10 @@ impl Bench {
         let (create_tx, create_rx) = std::sync::mpsc::channel::<PlanDesc>();
         let (created_tx, created_rx) = std::sync::mpsc::channel::<Result<(RawPlan, f64)>>();
         let (rt_d, rt_c) = (runtime.clone(), runtime.clone());
-        let destroyer = std::thread::spawn(move || {
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| hipfft_pool::Error::Internal(format!("cannot start {name}: {e}")))
+        };
+        let destroyer = spawn("bench-destroyer", Box::new(move || {
             while let Ok(p) = destroy_rx.recv() {
                 let t = Instant::now();
                 // SAFETY: see the note at the top of this file.
@@ -638,8 +681,8 @@ impl Bench {
                     break;
                 }
             }
-        });
-        let creator = std::thread::spawn(move || {
+        }))?;
+        let creator = spawn("bench-creator", Box::new(move || {
             while let Ok(d) = create_rx.recv() {
                 let t = Instant::now();
                 let r = rt_c.plan_create(&d, PlanOptions::default()).map(|p| (p.plan, t.elapsed().as_secs_f64() * 1e6));
@@ -647,11 +690,14 @@ impl Bench {
                     break;
                 }
             }
-        });
+        }))?;
         let gone = || hipfft_pool::Error::Internal("a benchmark thread ended".into());
         let mut prev_threaded: Option<RawPlan> = None;
         for rep in 0..DISCARD + reps {
             for part in if pool_first { [1, 0, 2] } else { [0, 1, 2] } {
+                if part == 2 && !two_threads {
+                    continue;
+                }
                 if gap_ms > 0 {
                     std::thread::sleep(Duration::from_millis(gap_ms));
                 }
@@ -735,23 +781,36 @@ impl Bench {
             sum_raw += r.median;
             sum_pool += p.median;
             sum_create += c.median;
-            let th = Stats::of(std::mem::take(&mut threaded[i]));
-            let thc = Stats::of(std::mem::take(&mut threaded_in_calls[i]));
-            sum_threaded += th.median;
-            sum_threaded_calls += thc.median;
+            // The third part left out (`--no-two-threads`), its figures are null (NaN).
+            let (th, thc) = if two_threads {
+                (Some(Stats::of(std::mem::take(&mut threaded[i]))), Some(Stats::of(std::mem::take(&mut threaded_in_calls[i]))))
+            } else {
+                (None, None)
+            };
+            sum_threaded += th.as_ref().map_or(f64::NAN, |s| s.median);
+            sum_threaded_calls += thc.as_ref().map_or(f64::NAN, |s| s.median);
             rows.push(json!({
                 "shape": self.shapes[i].0, "raw_destroy_create": r.json(), "raw_create_only": c.json(),
                 "pool_miss_capacity_1": p.json(), "ratio": p.median / r.median,
-                "raw_on_two_threads": th.json(), "raw_on_two_threads_in_calls": thc.json(),
+                "raw_on_two_threads": th.map(|s| s.json()), "raw_on_two_threads_in_calls": thc.map(|s| s.json()),
             }));
         }
         // Per part, what each create and destroy cost its thread (`--call-costs`).
         let call_costs = clocked.map(|clocked| {
             let costs = std::mem::take(&mut *clocked.costs.lock());
             let of = |part: usize, create: bool| -> Value {
-                let mine: Vec<(usize, CallCost)> =
-                    costs.iter().filter(|c| c.0 / 1000 == part && c.1 == create).map(|c| (c.0 % 1000, c.2)).collect();
-                call_cost::summary(&mine, n)
+                let calls: Vec<&ClockedCall> = costs.iter().filter(|c| c.tag / 1000 == part && c.create == create).collect();
+                let mine: Vec<(usize, CallCost)> = calls.iter().map(|c| (c.tag % 1000, c.cost)).collect();
+                let mut v = call_cost::summary(&mine, n);
+                let mut threads = std::collections::BTreeMap::<&str, usize>::new();
+                let mut cpus = std::collections::BTreeMap::<i32, usize>::new();
+                for c in &calls {
+                    *threads.entry(&c.thread).or_default() += 1;
+                    *cpus.entry(c.cpu).or_default() += 1;
+                }
+                v["threads"] = json!(threads);
+                v["cpus"] = json!(cpus.iter().map(|(c, k)| format!("{c}:{k}")).collect::<Vec<_>>());
+                v
             };
             json!({
                 "raw": {"create": of(0, true), "destroy": of(0, false)},
@@ -761,7 +820,7 @@ impl Bench {
         });
         Ok(json!({
             "call_costs": call_costs,
-            "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "per_shape": rows,
+            "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "pool_first": pool_first, "two_threads": two_threads, "per_shape": rows,
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
             "pool_misses": m.misses, "pool_destroys": m.destroys,
@@ -913,7 +972,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         eprintln!("gpu_bench: shared work area {} bytes", b.work_bytes);
         // Plan creation first as well, in a process that has run nothing else: against the
         // same part after the rows, it tells whether what ran before changes a miss's cost.
-        let mut first = b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?;
+        let mut first = b.creation(args.creation())?;
         first["runtime"] = json!(format!("{primary}, before the other parts"));
         creation.push(first);
         if args.creation_only {
@@ -929,7 +988,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
         rows.push(again);
         rows.push(b.pool(8, miss_warmup, args.miss_cycles, Release::After)?);
         rows.extend(b.alternated(args.warmup, args.cycles, args.rounds)?);
-        creation.push(b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?);
+        creation.push(b.creation(args.creation())?);
         busy = Some(b.busy(&args.busy_ms, args.busy_rounds)?);
         structures = Some(b.thread_structures(args.create_reps)?);
     }
@@ -951,7 +1010,7 @@ fn run(args: &Args, rt: Arc<dyn Runtime>) -> Result<()> {
                         b.pool(128, args.warmup, args.cycles, Release::Batch)?,
                         b.pool(8, miss_warmup, args.miss_cycles, Release::After)?,
                     ];
-                    Ok((rows, b.creation(args.create_reps, args.pool_first, args.create_gap_ms, args.call_costs)?))
+                    Ok((rows, b.creation(args.creation())?))
                 })();
                 match hip_rows {
                     Ok((r, c)) => {
@@ -1118,7 +1177,8 @@ fn print_creation(creation: &[Value]) {
         if c["call_costs"].is_object() {
             for part in ["raw", "pool", "two_threads"] {
                 for call in ["create", "destroy"] {
-                    println!("{part:>11} {call:<7}: {}", call_cost::line(&c["call_costs"][part][call]));
+                    let v = &c["call_costs"][part][call];
+                    println!("{part:>11} {call:<7}: {}; threads {}, cpus {}", call_cost::line(v), v["threads"], v["cpus"]);
                 }
             }
         }

@@ -43,7 +43,7 @@ mod call_thread;
 use call_thread::{CallThread, Job};
 #[path = "common/call_cost.rs"]
 mod call_cost;
-use call_cost::{CallCost, median};
+use call_cost::{CallCost, cpu, median};
 
 #[derive(Parser, Debug)]
 #[command(about = "Where a pool miss's time goes: destroy + create inline, on a worker, and through the pool")]
@@ -75,16 +75,6 @@ struct Args {
 }
 
 const STRUCTURES: [&str; 4] = ["inline", "one-job", "two-jobs", "pool"];
-
-unsafe extern "C" {
-    /// glibc's `int sched_getcpu(void)`: the CPU the calling thread runs on, or -1.
-    fn sched_getcpu() -> std::os::raw::c_int;
-}
-
-fn cpu() -> i32 {
-    // SAFETY: no arguments, no memory; returns -1 where unsupported.
-    unsafe { sched_getcpu() }
-}
 
 /// One timed call.
 #[derive(Clone, Debug)]

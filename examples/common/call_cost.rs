@@ -34,6 +34,14 @@ unsafe extern "C" {
     fn clock_gettime(clk: i32, tp: *mut Timespec) -> i32;
     /// `int getrusage(int who, struct rusage *usage);`
     fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    /// glibc's `int sched_getcpu(void)`: the CPU the calling thread runs on, or -1.
+    fn sched_getcpu() -> i32;
+}
+
+/// The CPU the calling thread runs on now (-1 where the system cannot say).
+pub fn cpu() -> i32 {
+    // SAFETY: no arguments, no memory; returns -1 where unsupported.
+    unsafe { sched_getcpu() }
 }
 
 const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
