@@ -629,6 +629,8 @@ struct Recorded {
     sim: Arc<hipfft_pool::SimRuntime>,
     calls: std::sync::Mutex<Vec<(&'static str, std::thread::ThreadId)>>,
     fail_current_on_worker: AtomicBool,
+    /// Milliseconds each create sleeps (0: none), to keep a creation worker busy.
+    slow_create_ms: AtomicUsize,
 }
 
 // SAFETY: records and forwards to the sim; what it returns is the sim's answer, or an error
@@ -646,6 +648,7 @@ unsafe impl hipfft_pool::Decorator for Recorded {
     }
     fn plan_create(&self, desc: &hipfft_pool::PlanDesc, options: hipfft_pool::PlanOptions) -> hipfft_pool::Result<hipfft_pool::CreatedPlan> {
         self.calls.lock().unwrap().push(("create", std::thread::current().id()));
+        std::thread::sleep(Duration::from_millis(self.slow_create_ms.load(Ordering::SeqCst) as u64));
         self.sim.plan_create(desc, options)
     }
     unsafe fn plan_destroy(&self, plan: hipfft_pool::RawPlan) -> hipfft_pool::Result<()> {
@@ -660,6 +663,7 @@ fn recorded() -> (Arc<Recorded>, Arc<dyn Runtime>) {
         sim: Arc::new(hipfft_pool::SimRuntime::new(SimConfig::default())),
         calls: std::sync::Mutex::default(),
         fail_current_on_worker: AtomicBool::new(false),
+        slow_create_ms: AtomicUsize::new(0),
     });
     let rt: Arc<dyn Runtime> = r.clone();
     (r, rt)
@@ -695,6 +699,41 @@ fn a_miss_at_the_ceiling_destroys_its_idle_victim_and_creates_in_one_job() {
     pool.shutdown();
     assert_eq!(r.sim.live_handles(), 0);
     assert_eq!(r.sim.destroyed_total(), 30);
+}
+
+/// With two creation workers alive (two threads missed at once while a creation was slow),
+/// one thread's misses in a row still run on one worker: each plan is destroyed, and the
+/// next made, on the thread that made the plan before it (on the H200, a plan destroyed on
+/// another thread than its creator's cost cuFFT 3x the destroy and 1.3x the create).
+#[test]
+fn one_threads_misses_in_a_row_stay_on_one_worker_when_two_are_alive() {
+    let (r, rt) = recorded();
+    let pool = pool(&rt, 2, 2, Duration::from_secs(10));
+    // Two misses at once, the creations slow: the second queues behind the first worker
+    // until its kick starts another.
+    r.slow_create_ms.store(20, Ordering::SeqCst);
+    std::thread::scope(|s| {
+        s.spawn(|| drop(pool.acquire(&c2c(8, 1)).unwrap()));
+        s.spawn(|| drop(pool.acquire(&c2c(16, 1)).unwrap()));
+    });
+    r.slow_create_ms.store(0, Ordering::SeqCst);
+    let workers = |calls: &[(&str, std::thread::ThreadId)]| calls.iter().map(|c| c.1).collect::<std::collections::HashSet<_>>().len();
+    assert_eq!(workers(&r.calls.lock().unwrap()), 2, "two creation workers made the first two plans");
+    r.calls.lock().unwrap().clear();
+    let shapes = [c2c(32, 1), c2c(64, 1), c2c(128, 1), c2c(256, 1)];
+    for i in 0..40 {
+        let lease = pool.acquire(&shapes[i % 4]).unwrap();
+        assert!(r.sim.is_live(lease.plan()));
+    }
+    assert!(r.sim.peak_live_handles() <= 2, "never above the ceiling");
+    let calls = r.calls.lock().unwrap().clone();
+    // The first two misses destroy the plans the two workers made; after that, every
+    // destroy and create ran on the thread of the miss before.
+    let steady: Vec<_> = calls.iter().skip(4).collect();
+    assert!(steady.len() >= 60, "{} calls", steady.len());
+    assert!(steady.iter().all(|c| c.1 == steady[0].1), "one worker ran the misses in a row: {:?}", steady.iter().map(|c| c.0).collect::<Vec<_>>());
+    pool.shutdown();
+    assert_eq!(r.sim.live_handles(), 0);
 }
 
 /// The victim of such a swap whose destroy cannot run at all (its device cannot be made

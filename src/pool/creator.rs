@@ -34,7 +34,42 @@ pub(crate) const MAX_WORKERS: usize = 4;
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) const KICK_AFTER: Duration = Duration::from_micros(200);
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+type Job = Box<dyn FnOnce(&Rejoin<'_>) + Send + 'static>;
+
+/// Given to a job so that it can put its worker back at the head of the idle workers before
+/// it hands its result over ([`Rejoin::now`]). Without it, a miss that follows at once (a
+/// thrashing workload) found the worker still finishing and went to another idle one: each
+/// plan was then destroyed on another thread than the one that made it, and each creation
+/// ran on a core the last one had not warmed (run 10 on the H200: cuFFT's destroy 3x and its
+/// create 1.3x their cost on one thread).
+pub(crate) struct Rejoin<'a> {
+    #[cfg_attr(loom, allow(dead_code))]
+    at: Option<(&'a parking_lot::Mutex<Dispatch>, &'a crossbeam_channel::Sender<Option<Job>>)>,
+    done: std::cell::Cell<bool>,
+}
+
+impl Rejoin<'_> {
+    /// For a job run outside a worker (under loom): rejoins nothing.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    fn none() -> Self {
+        Rejoin { at: None, done: std::cell::Cell::new(false) }
+    }
+
+    /// Lists the worker as idle now, first in line for the next job, unless a job is
+    /// queued (the worker takes that one when this job returns). The rest of this job
+    /// must not block: a job sent meanwhile waits in the worker's channel until it returns.
+    pub(crate) fn now(&self) {
+        let Some((dispatch, tx)) = self.at else { return };
+        if self.done.get() {
+            return;
+        }
+        let mut d = dispatch.lock();
+        if d.queued.is_empty() && !d.closed {
+            d.idle.push(tx.clone());
+            self.done.set(true);
+        }
+    }
+}
 
 /// Which worker runs a job. Idle workers wait on channels of their own, on a stack: a job
 /// goes to the one that went idle last, whose core is hot and which is likely still
@@ -65,12 +100,12 @@ impl Creators {
     /// Runs `job` on a worker: the last one to go idle, else the next to finish its job
     /// (see [`Creators::kick`]); the first job starts the first worker. Fails only when no
     /// worker exists and none can be started.
-    pub(crate) fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<()> {
+    pub(crate) fn submit(&self, job: impl FnOnce(&Rejoin<'_>) + Send + 'static) -> Result<()> {
         // Under loom the creation runs on the calling thread: the model's runtime never
         // blocks, and loom checks what follows the hand-off, not a worker pool of OS threads.
         #[cfg(loom)]
         {
-            job();
+            job(&Rejoin::none());
             return Ok(());
         }
         #[cfg(not(loom))]
@@ -93,7 +128,7 @@ impl Creators {
         {
             let slot = Arc::new(parking_lot::Mutex::new(Some(value)));
             let taken = slot.clone();
-            let job: Job = Box::new(move || {
+            let job: Job = Box::new(move |_: &Rejoin<'_>| {
                 if let Some(v) = taken.lock().take() {
                     run(v)
                 }
@@ -157,14 +192,25 @@ impl Creators {
             .name(format!("hipfft-pool-create-{n}"))
             .spawn(move || {
                 let (tx, rx) = crossbeam_channel::bounded::<Option<Job>>(1);
+                // Whether the last job listed this worker as idle already (`Rejoin::now`).
+                let mut rejoined = false;
                 loop {
                     let job = {
                         let mut d = dispatch.lock();
                         match d.queued.pop_front() {
-                            Some(j) => j,
-                            None if d.closed => break,
-                            None => {
-                                d.idle.push(tx.clone());
+                            // Listed as idle, the worker must not take queued jobs too: a
+                            // job sent to its channel meanwhile would wait behind them.
+                            Some(j) if !rejoined => j,
+                            None if d.closed && !rejoined => break,
+                            queued => {
+                                if let Some(j) = queued {
+                                    // Only `Rejoin::now` lists a worker with jobs queued
+                                    // after it looked: back to the queue's head.
+                                    d.queued.push_front(j);
+                                }
+                                if !std::mem::take(&mut rejoined) {
+                                    d.idle.push(tx.clone());
+                                }
                                 drop(d);
                                 // Polls before it parks: the next miss of a thrashing
                                 // workload finds this thread awake and its core hot.
@@ -184,9 +230,11 @@ impl Creators {
                             }
                         }
                     };
-                    if catch_unwind(AssertUnwindSafe(job)).is_err() {
+                    let rejoin = Rejoin { at: Some((&dispatch, &tx)), done: std::cell::Cell::new(false) };
+                    if catch_unwind(AssertUnwindSafe(|| job(&rejoin))).is_err() {
                         tracing::error!("a plan-creation job panicked outside its own guard");
                     }
+                    rejoined = rejoin.done.get();
                 }
                 started.fetch_sub(1, Ordering::SeqCst);
             })
@@ -245,10 +293,16 @@ impl<T> Handoff<T> {
     }
 
     /// The worker's side: hands `value` over, or gives it back when the waiter gave up.
-    pub(crate) fn deliver(&self, value: T) -> Option<T> {
+    /// Runs `taken` first when the waiter is still there to take the value (under the lock
+    /// it would give up under, so it cannot give up in between):
+    /// the worker rejoins the idle ones there ([`Rejoin::now`]) before the waiter, woken,
+    /// can send it the next job; a worker whose waiter gave up has the cleanup still to do
+    /// and does not rejoin early.
+    pub(crate) fn deliver_after(&self, value: T, taken: impl FnOnce()) -> Option<T> {
         let mut s = lock(&self.state);
         match *s {
             HandoffState::Waiting => {
+                taken();
                 *s = HandoffState::Done(value);
                 self.delivered.store(true, Ordering::Release);
                 // Read under the lock the waiter sets it under.
@@ -377,7 +431,7 @@ mod tests {
     fn a_waiter_that_gave_up_leaves_the_value_to_the_worker() {
         let h = Handoff::<u32>::new();
         assert_eq!(h.wait(Instant::now()), None);
-        assert_eq!(h.deliver(7), Some(7), "the worker gets its value back to clean up");
+        assert_eq!(h.deliver_after(7, || ()), Some(7), "the worker gets its value back to clean up");
     }
 
     #[test]
@@ -385,13 +439,13 @@ mod tests {
         let h = Handoff::<u32>::new();
         let h2 = h.clone();
         let c = Creators::new();
-        c.submit(move || assert_eq!(h2.deliver(5), None)).unwrap();
+        c.submit(move |_| assert_eq!(h2.deliver_after(5, || ()), None)).unwrap();
         assert_eq!(h.wait(Instant::now() + Duration::from_secs(10)), Some(5));
     }
 
     fn on_worker(c: &Creators) -> String {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        c.submit(move || tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        c.submit(move |_| tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
         rx.recv_timeout(Duration::from_secs(10)).expect("the job ran")
     }
 
@@ -400,7 +454,7 @@ mod tests {
     fn occupy_a_worker(c: &Creators) -> crossbeam_channel::Sender<()> {
         let (hold_tx, hold_rx) = crossbeam_channel::bounded::<()>(0);
         let (busy_tx, busy_rx) = crossbeam_channel::bounded(1);
-        c.submit(move || {
+        c.submit(move |_| {
             busy_tx.send(()).unwrap();
             let _ = hold_rx.recv();
         })
@@ -420,7 +474,7 @@ mod tests {
         // kick starts another.
         let hold_tx = occupy_a_worker(&c);
         let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
-        c.submit(move || ran_tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        c.submit(move |_| ran_tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
         assert!(ran_rx.recv_timeout(Duration::from_millis(50)).is_err(), "queued behind the busy worker");
         assert_eq!(c.started.load(Ordering::SeqCst), 1);
         c.kick();
@@ -459,11 +513,52 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded();
         let tx2 = tx.clone();
         assert!(c.try_submit_queued(tx, |tx| tx.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).is_ok());
-        c.submit(move || tx2.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
+        c.submit(move |_| tx2.send(std::thread::current().name().unwrap_or("?").to_string()).unwrap()).unwrap();
         drop(hold_tx);
         let (d, k) = (rx.recv_timeout(Duration::from_secs(10)).unwrap(), rx.recv_timeout(Duration::from_secs(10)).unwrap());
         assert_eq!((d.as_str(), k.as_str()), (first.as_str(), first.as_str()), "one thread, one after the other");
         assert_eq!(c.started.load(Ordering::SeqCst), 1, "no thread was started for them");
+    }
+
+    #[test]
+    fn a_worker_that_rejoins_before_it_delivers_takes_the_next_job_over_an_idle_one() {
+        // Two workers, both idle. A caller's jobs come one at a time, each sent as soon as
+        // the last one's value arrives, while that job's worker is still finishing (its tail
+        // takes a millisecond here). Rejoining before it delivers, one worker runs them all;
+        // with a plain `deliver` the next job went to the other, idle, worker every time.
+        let c = Creators::new();
+        let hold_tx = occupy_a_worker(&c);
+        let (ran_tx, ran_rx) = crossbeam_channel::bounded(1);
+        c.submit(move |_| ran_tx.send(()).unwrap()).unwrap();
+        c.kick();
+        ran_rx.recv_timeout(Duration::from_secs(10)).expect("the kick started a second worker");
+        drop(hold_tx);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while c.dispatch.lock().idle.len() < 2 {
+            assert!(Instant::now() < deadline, "both workers go idle");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let run = |rejoin_first: bool| -> Vec<String> {
+            (0..8)
+                .map(|i| {
+                    let h = Handoff::<String>::new();
+                    let h2 = h.clone();
+                    c.submit(move |rejoin| {
+                        let me = std::thread::current().name().unwrap_or("?").to_string();
+                        let left = if rejoin_first { h2.deliver_after(me, || rejoin.now()) } else { h2.deliver_after(me, || ()) };
+                        assert!(left.is_none(), "job {i}: the waiter took its value");
+                        std::thread::sleep(Duration::from_millis(1));
+                    })
+                    .unwrap();
+                    h.wait(Instant::now() + Duration::from_secs(10)).expect("each job delivers")
+                })
+                .collect()
+        };
+        let rejoined = run(true);
+        assert!(rejoined.iter().all(|t| *t == rejoined[0]), "one worker ran every job: {rejoined:?}");
+        let plain = run(false);
+        assert!(plain.windows(2).any(|w| w[0] != w[1]), "without rejoining, the idle worker takes jobs: {plain:?}");
+        assert_eq!(c.started.load(Ordering::SeqCst), 2, "no third worker");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use rustc_hash::FxBuildHasher;
 use crate::pool::batch::OpenBatches;
 use crate::pool::ceiling::{LiveCeiling, Reclaim, Waiting};
 use crate::pool::clock::Recency;
-use crate::pool::creator::{Creators, Handoff};
+use crate::pool::creator::{Creators, Handoff, Rejoin};
 use crate::pool::config::{CeilingScope, PoolConfig};
 use crate::desc::PlanDesc;
 use crate::pool::device::{CeilingPlan, Device};
@@ -912,7 +912,7 @@ impl PlanPool {
         let job = {
             let (core, dev, desc, handoff) = (self.core.clone(), dev.clone(), *desc, handoff.clone());
             let mut victim = SwapVictim { core: self.core.clone(), entry: victim };
-            move || {
+            move |rejoin: &Rejoin<'_>| {
                 // The slot is this creation's once the victim is destroyed; without a victim
                 // it was taken from the ceiling already.
                 let owns_slot = match victim.entry.take() {
@@ -927,7 +927,9 @@ impl PlanPool {
                     Err(e) => (Err(e), false),
                 };
                 let made = Made { made, took: started.elapsed(), owns_slot };
-                if let Some(late) = handoff.deliver(made) {
+                // This worker is first in line for the next miss's job before the miss is
+                // woken: a thrashing caller's misses all run on one thread (see `Rejoin`).
+                if let Some(late) = handoff.deliver_after(made, || rejoin.now()) {
                     // The miss stopped waiting: this worker settles the creation.
                     core.settle_abandoned(&dev, &desc, late.made, late.owns_slot);
                 }
