@@ -111,6 +111,13 @@ struct Args {
     /// tell whether its threads' cuFFT calls change what the pool's calls cost.
     #[arg(long)]
     no_two_threads: bool,
+    /// Which other plans are alive while each plan-creation part runs: `pool` (the pool's
+    /// idle plan stays cached between its parts, so the other parts run beside it),
+    /// `none` (the pool is trimmed after its part: every part runs with no other plan
+    /// alive), `anchor` (`none`, plus one plan of another shape held for the whole part:
+    /// every part runs beside exactly one other plan).
+    #[arg(long, default_value = "pool", value_parser = ["pool", "none", "anchor"])]
+    creation_alive: String,
 }
 
 impl Args {
@@ -122,6 +129,8 @@ impl Args {
             gap_ms: self.create_gap_ms,
             call_costs: self.call_costs,
             two_threads: !self.no_two_threads,
+            trim_pool: self.creation_alive != "pool",
+            anchor: self.creation_alive == "anchor",
         }
     }
 }
@@ -134,6 +143,8 @@ struct Creation {
     gap_ms: u64,
     call_costs: bool,
     two_threads: bool,
+    trim_pool: bool,
+    anchor: bool,
 }
 
 /// The runtime with each create and destroy's cost to its thread recorded, tagged with
@@ -641,7 +652,7 @@ impl Bench {
     /// Per shape: raw (destroy the previous plan, create this one) and a pool miss at
     /// capacity 1 (evicts and destroys the idle plan, creates), interleaved by round.
     fn creation(&self, knobs: Creation) -> Result<Value> {
-        let Creation { reps, pool_first, gap_ms, call_costs, two_threads } = knobs;
+        let Creation { reps, pool_first, gap_ms, call_costs, two_threads, trim_pool, anchor } = knobs;
         const DISCARD: usize = 2;
         // `--call-costs`: the runtime with each create and destroy's cost recorded.
         let clocked = call_costs
@@ -692,6 +703,12 @@ impl Bench {
             }
         }))?;
         let gone = || hipfft_pool::Error::Internal("a benchmark thread ended".into());
+        // `--creation-alive anchor`: a plan of a shape outside the set, alive throughout.
+        let anchor = if anchor {
+            Some(rt.plan_create(&PlanDesc::new(hipfft_pool::TransformType::C2C, &[96], 1), PlanOptions::default())?.plan)
+        } else {
+            None
+        };
         let mut prev_threaded: Option<RawPlan> = None;
         for rep in 0..DISCARD + reps {
             for part in if pool_first { [1, 0, 2] } else { [0, 1, 2] } {
@@ -761,11 +778,22 @@ impl Bench {
                             pooled[i].push(dt.as_secs_f64() * 1e6);
                         }
                     }
+                    if trim_pool {
+                        // Its last plan goes too, as the raw parts' do (untimed, unrecorded).
+                        if let Some(c) = &clocked {
+                            c.tag.store(usize::MAX, Ordering::SeqCst);
+                        }
+                        pool.trim();
+                    }
                 }
             }
         }
         if let Some(c) = &clocked {
             c.tag.store(usize::MAX, Ordering::SeqCst);
+        }
+        if let Some(p) = anchor {
+            // SAFETY: see the note at the top of this file.
+            unsafe { rt.plan_destroy(p) }?;
         }
         drop((destroy_tx, create_tx));
         let _ = (destroyer.join(), creator.join());
@@ -820,7 +848,8 @@ impl Bench {
         });
         Ok(json!({
             "call_costs": call_costs,
-            "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "pool_first": pool_first, "two_threads": two_threads, "per_shape": rows,
+            "runtime": self.name, "rounds": reps, "gap_ms": gap_ms, "pool_first": pool_first, "two_threads": two_threads,
+            "trim_pool": trim_pool, "anchor": anchor.is_some(), "per_shape": rows,
             "mean_raw_us": sum_raw / n as f64, "mean_raw_create_only_us": sum_create / n as f64,
             "mean_pool_us": sum_pool / n as f64, "overhead_pct": 100.0 * (sum_pool / sum_raw - 1.0),
             "pool_misses": m.misses, "pool_destroys": m.destroys,
