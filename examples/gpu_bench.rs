@@ -23,7 +23,8 @@
 //! and plan creation per shape: raw (destroy the previous plan, create this one) against a
 //! pool miss at capacity 1 (which does the same: evicts and destroys the idle plan, creates),
 //! on the primary runtime twice: first, in a process that has run nothing else, and again
-//! after the rows (run 08 found raw cuFFT's calls on the main thread faster the second time).
+//! after the rows (run 08 found raw cuFFT's calls on the main thread faster the second time),
+//! every part beside the same one other plan (`--creation-alive`, default `anchor`).
 //!
 //! Every variant uses one input, one output and one work area allocated once, the work area
 //! of the largest work size of the 26 plans, so the comparison isolates the plan provider
@@ -111,12 +112,16 @@ struct Args {
     /// tell whether its threads' cuFFT calls change what the pool's calls cost.
     #[arg(long)]
     no_two_threads: bool,
-    /// Which other plans are alive while each plan-creation part runs: `pool` (the pool's
-    /// idle plan stays cached between its parts, so the other parts run beside it),
-    /// `none` (the pool is trimmed after its part: every part runs with no other plan
-    /// alive), `anchor` (`none`, plus one plan of another shape held for the whole part:
-    /// every part runs beside exactly one other plan).
-    #[arg(long, default_value = "pool", value_parser = ["pool", "none", "anchor"])]
+    /// Which other plans are alive while each plan-creation part runs: `anchor` (one plan
+    /// of another shape held for the whole part and the pool trimmed after its part: every
+    /// part runs beside exactly one other plan, as in a program that holds others),
+    /// `none` (the pool trimmed, nothing else: every part runs alone), `pool` (before
+    /// 2026-12-06: the pool's idle plan stays cached between its parts, so the raw parts
+    /// run beside it and the pool's part alone). cuFFT's destroy of the last live plan
+    /// costs about 3x, and a create with none alive about 1.3x, what they cost beside
+    /// another plan (H100, `docs/runs/2026-12-06-device-dc3ab54-alive/`): only a mode that
+    /// gives every part the same neighbours compares them.
+    #[arg(long, default_value = "anchor", value_parser = ["pool", "none", "anchor"])]
     creation_alive: String,
 }
 

@@ -233,7 +233,8 @@ if mlx_rc:
             mlx_pairs.append(b / a)
 p("")
 for c in g.get("creation", []):
-    p(f"Plan creation ({c['runtime']}): raw destroy+create {c['mean_raw_us']:.1f} us (create alone {c['mean_raw_create_only_us']:.1f} us), "
+    alive = "beside one other plan" if c.get("anchor") else ("alone" if c.get("trim_pool") else "raw beside the pool's idle plan, the pool alone")
+    p(f"Plan creation ({c['runtime']}; {alive}): raw destroy+create {c['mean_raw_us']:.1f} us (create alone {c['mean_raw_create_only_us']:.1f} us), "
       f"pool miss at capacity 1 {c['mean_pool_us']:.1f} us: the pool adds {c['overhead_pct']:+.2f}% (mean of per-shape medians); "
       f"the pool's own create {c['pool_create_us_mean']:.1f} us, destroy {c['pool_destroy_us_mean']:.1f} us (means)")
 p("")
