@@ -40,8 +40,8 @@ type Job = Box<dyn FnOnce(&Rejoin<'_>) + Send + 'static>;
 /// it hands its result over ([`Rejoin::now`]). Without it, a miss that follows at once (a
 /// thrashing workload) found the worker still finishing and went to another idle one: each
 /// plan was then destroyed on another thread than the one that made it, and each creation
-/// ran on a core the last one had not warmed (run 10 on the H200: cuFFT's destroy 3x and its
-/// create 1.3x their cost on one thread).
+/// ran on a core the last one had not warmed (raw cuFFT calls split that way on the H200:
+/// the destroy 2.9x and the create 1.18x their cost on one thread; docs/performance.md).
 pub(crate) struct Rejoin<'a> {
     #[cfg_attr(loom, allow(dead_code))]
     at: Option<(&'a parking_lot::Mutex<Dispatch>, &'a crossbeam_channel::Sender<Option<Job>>)>,
