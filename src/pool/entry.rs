@@ -40,7 +40,7 @@ pub(crate) struct Core {
     /// Last releases of retired plans go here; the destroyer thread takes them.
     pub retire_tx: Sender<Arc<PlanEntry>>,
     /// Evicted plans still leased, by handle, so snapshots and shutdown can see them.
-    pub retired: Mutex<HashMap<RawPlan, Arc<PlanEntry>>>,
+    pub retired: Mutex<HashMap<RawPlan, Arc<PlanEntry>, rustc_hash::FxBuildHasher>>,
     /// The completion thread's queue; `None` once the pool shut down.
     pub completion_tx: parking::Mutex<Option<Sender<PendingRelease>>>,
     /// Set (with `completion_tx` cleared) by `shutdown`: no event is made or listed after.
