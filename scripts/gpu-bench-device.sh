@@ -333,7 +333,12 @@ if best_alt and torch_hit:
 for c in g.get("creation", []):
     if c["runtime"].startswith(primary):
         r = c["mean_pool_us"] / c["mean_raw_us"]
-        p(f"- a pool miss within 1.05x of a raw destroy + create ({c['runtime']}): {r:.3f}x -> {verdict(r <= 1.05)}")
+        # Only a comparison with the same live neighbours on both sides counts (cuFFT's
+        # calls cost more with no other plan alive; docs/design.md, "Who destroys a plan").
+        fair = c.get("anchor") or c.get("trim_pool")
+        p(f"- a pool miss within 1.05x of a raw destroy + create ({c['runtime']}"
+          + ("" if fair else "; unequal neighbours: raw beside the pool's idle plan, the pool alone") + f"): {r:.3f}x -> "
+          + (verdict(r <= 1.05) if fair else "not comparable"))
 b = g.get("busy_gpu_creation") or {}
 for q in b.get("per_queue", []):
     if q["queued_ms"] >= 5:
