@@ -703,8 +703,8 @@ fn a_miss_at_the_ceiling_destroys_its_idle_victim_and_creates_in_one_job() {
 
 /// With two creation workers alive (two threads missed at once while a creation was slow),
 /// one thread's misses in a row still run on one worker: each plan is destroyed, and the
-/// next made, on the thread that made the plan before it (on the H200, a plan destroyed on
-/// another thread than its creator's cost cuFFT 3x the destroy and 1.3x the create).
+/// next made, on the thread that made the plan before it (on the H200, raw cuFFT calls
+/// split across two threads that way cost 2.9x the destroy and 1.18x the create).
 #[test]
 fn one_threads_misses_in_a_row_stay_on_one_worker_when_two_are_alive() {
     let (r, rt) = recorded();
