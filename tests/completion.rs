@@ -347,3 +347,122 @@ fn a_release_in_batch_on_a_capturing_stream_opens_no_batch() {
     wait_until("the host node after the captured execution released the lease", || pool.metrics().in_flight == 0);
     assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event: the release rode in the graph");
 }
+
+/// A pool whose done batches wait `lend` for their stream's thread.
+fn lending_pool(rt: &Arc<dyn Runtime>, ceiling: usize, lend: Duration) -> hipfft_pool::PlanPool {
+    let cfg = hipfft_pool::PoolConfig::builder()
+        .capacity(ceiling)
+        .private_ceiling(ceiling)
+        .acquire_timeout(Duration::from_secs(5))
+        .shutdown_timeout(Duration::from_secs(10))
+        .eviction(hipfft_pool::Eviction::Lru)
+        .batch_lend(lend)
+        .build()
+        .expect("valid config");
+    hipfft_pool::PlanPool::new(cfg, rt.clone()).expect("pool")
+}
+
+/// Ends a batch of `n` executions on `stream` and waits until its work ran and the
+/// completion thread has seen the batch's event fire.
+fn a_done_batch(w: &Arc<Watched>, rt: &Arc<dyn Runtime>, pool: &hipfft_pool::PlanPool, stream: &Stream, n: i64) {
+    let mut jobs = Vec::new();
+    for i in 0..n {
+        let lease = pool.acquire(&c2c(8 + 4 * i, 1)).unwrap();
+        jobs.push(enqueue(rt, &lease, stream, i as u64));
+        // SAFETY: the test's stream, live until the pool is gone.
+        unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    }
+    let seen = w.queries.load(Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    for job in jobs {
+        assert!(job.check(stream) <= 1e-5);
+    }
+    settled(w, seen);
+}
+
+/// Waits until the completion thread has queried an event since `seen` queries and then
+/// polled for 50 ms more (it polls every millisecond or faster while it holds anything):
+/// by then it has seen every event of work already done fire.
+fn settled(w: &Watched, seen: u64) {
+    wait_until("the completion thread queried the batch's event", || w.queries.load(Ordering::SeqCst) > seen);
+    std::thread::sleep(Duration::from_millis(50));
+}
+
+/// Plans the pool could destroy now: everything idle is trimmed, and the sim counts what is
+/// left alive (ground truth: leased plans cannot be destroyed).
+fn alive_after_trim(w: &Watched, pool: &hipfft_pool::PlanPool) -> usize {
+    pool.trim();
+    w.sim.live_handles()
+}
+
+#[test]
+fn a_done_batch_is_released_by_the_next_add_on_its_stream_not_by_the_completion_thread() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    // A lend far longer than the test: only the stream's thread can release the batch.
+    let pool = lending_pool(&rt, 8, Duration::from_secs(600));
+    let stream = Stream::new(&rt).unwrap();
+    a_done_batch(&w, &rt, &pool, &stream, 4);
+    assert_eq!(alive_after_trim(&w, &pool), 4, "done, but lent to the stream: still leased");
+    let lease = pool.acquire(&c2c(100, 1)).unwrap();
+    // SAFETY: the test's stream, live until the pool is gone.
+    unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    assert_eq!(alive_after_trim(&w, &pool), 1, "the add released the done batch; its own lease waits in the open batch");
+    // An end claims too: the second batch comes back and the next end on the stream takes it.
+    let seen = w.queries.load(Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    settled(&w, seen);
+    assert_eq!(alive_after_trim(&w, &pool), 1, "lent again");
+    // SAFETY: as above; nothing is open, but the end takes what came back.
+    unsafe { pool.end_batch(stream.raw()) }.unwrap();
+    assert_eq!(alive_after_trim(&w, &pool), 0);
+    assert!(w.violations().is_empty(), "{:#?}", w.violations());
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn a_done_batch_nobody_claims_is_released_once_its_lend_ends() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = lending_pool(&rt, 8, Duration::from_millis(300));
+    let stream = Stream::new(&rt).unwrap();
+    let started = Instant::now();
+    a_done_batch(&w, &rt, &pool, &stream, 4);
+    assert_eq!(alive_after_trim(&w, &pool), 4, "lent to the stream for 300 ms");
+    wait_until("the lend ended", || alive_after_trim(&w, &pool) == 0);
+    assert!(started.elapsed() >= Duration::from_millis(300), "released by the completion thread at the lend's end, not before");
+}
+
+#[test]
+fn a_miss_waiting_at_the_ceiling_does_not_wait_for_a_lent_batch() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = lending_pool(&rt, 4, Duration::from_secs(600));
+    let stream = Stream::new(&rt).unwrap();
+    a_done_batch(&w, &rt, &pool, &stream, 4);
+    assert_eq!(alive_after_trim(&w, &pool), 4, "the ceiling is full of lent plans");
+    // A new key needs a slot: the miss waits at the ceiling, and its wait makes the lent
+    // leases due at once, not in ten minutes.
+    let started = Instant::now();
+    let lease = pool.acquire(&c2c(100, 1)).expect("a slot freed by the completion thread");
+    assert!(started.elapsed() < Duration::from_secs(4), "took {:?}", started.elapsed());
+    drop(lease);
+    assert!(w.sim.violations().is_empty(), "the sim saw misuse: {:#?}", w.sim.violations());
+}
+
+#[test]
+fn shutdown_releases_a_lent_batch_without_waiting_for_its_lend() {
+    let w = Watched::new(SimConfig::default());
+    let rt: Arc<dyn Runtime> = w.clone();
+    let pool = lending_pool(&rt, 8, Duration::from_secs(600));
+    let stream = Stream::new(&rt).unwrap();
+    a_done_batch(&w, &rt, &pool, &stream, 4);
+    assert_eq!(w.sim.live_handles(), 4);
+    let started = Instant::now();
+    let report = pool.shutdown();
+    assert!(!report.timed_out && report.still_leased.is_empty(), "{report:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    assert_eq!(w.sim.live_handles(), 0, "every plan destroyed");
+}

@@ -8,10 +8,15 @@
 //! done: one poll per queue per round, however many items wait, instead of one per item
 //! (each event query takes the driver's lock that the submitting thread needs too). Items
 //! with no in-order queue are polled one by one.
+//!
+//! Completing an item may lend its last step to another thread (`Completes::complete`
+//! returns a [`Lent`]): the thread that will use what it frees finishes it there, on its own
+//! lines. The completion thread keeps every loan and finishes what is still unclaimed once
+//! the loan is due, so nothing waits on a thread that never comes back.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sync::channel::Receiver;
 use crate::sync::thread;
@@ -24,19 +29,32 @@ pub(crate) trait Completes: Send + 'static {
     fn queue(&self) -> Option<Self::Queue>;
     /// Whether the item is done. May call the runtime; never blocks for long.
     fn poll(&self) -> bool;
-    /// Called once, on the completion thread, after `poll` said done.
-    fn complete(self);
+    /// Called once, on the completion thread, after `poll` said done; what it lends out,
+    /// if anything, the completion thread keeps until it is due.
+    fn complete(self) -> Option<Self::Lent>;
+    /// The last step of a completion, lent to another thread.
+    type Lent: Lent;
+}
+
+/// Work lent to another thread, which the completion thread finishes if that thread has not.
+pub(crate) trait Lent: Send + 'static {
+    /// Whether to finish it now rather than wait longer (`waited`: since it was lent).
+    fn due(&self, waited: Duration) -> bool;
+    /// Finishes what the other thread did not claim (nothing, when it claimed it all).
+    fn finish(self);
 }
 
 /// The items the completion thread holds: per in-order queue in push order, and the rest.
 pub(crate) struct Pending<T: Completes> {
     by_queue: HashMap<T::Queue, VecDeque<T>>,
     unordered: Vec<T>,
+    /// Loans, oldest first, with when each was made.
+    lent: VecDeque<(T::Lent, Instant)>,
 }
 
 impl<T: Completes> Default for Pending<T> {
     fn default() -> Self {
-        Pending { by_queue: HashMap::new(), unordered: Vec::new() }
+        Pending { by_queue: HashMap::new(), unordered: Vec::new(), lent: VecDeque::new() }
     }
 }
 
@@ -49,18 +67,20 @@ impl<T: Completes> Pending<T> {
         }
     }
 
-    /// Whether nothing is held.
+    /// Whether nothing is held (no item, no loan).
     pub(crate) fn is_empty(&self) -> bool {
-        self.by_queue.is_empty() && self.unordered.is_empty()
+        self.by_queue.is_empty() && self.unordered.is_empty() && self.lent.is_empty()
     }
 
-    /// One polling round: completes what is done; returns how many.
+    /// One polling round: completes what is done, then finishes the loans that are due;
+    /// returns how many items completed.
     pub(crate) fn poll_round(&mut self) -> usize {
         let mut completed = 0;
+        let mut lent = Vec::new();
         let mut i = 0;
         while i < self.unordered.len() {
             if self.unordered[i].poll() {
-                self.unordered.swap_remove(i).complete();
+                lent.extend(self.unordered.swap_remove(i).complete());
                 completed += 1;
             } else {
                 i += 1;
@@ -69,13 +89,35 @@ impl<T: Completes> Pending<T> {
         self.by_queue.retain(|_, q| {
             while q.front().is_some_and(T::poll) {
                 if let Some(item) = q.pop_front() {
-                    item.complete();
+                    lent.extend(item.complete());
                     completed += 1;
                 }
             }
             !q.is_empty()
         });
+        let now = Instant::now();
+        self.lent.extend(lent.into_iter().map(|l| (l, now)));
+        // Every loan is asked (not only the oldest): a due one behind a young one must
+        // not wait for it.
+        let mut i = 0;
+        while i < self.lent.len() {
+            let (loan, at) = &self.lent[i];
+            if loan.due(now.saturating_duration_since(*at)) {
+                if let Some((loan, _)) = self.lent.remove(i) {
+                    loan.finish();
+                }
+            } else {
+                i += 1;
+            }
+        }
         completed
+    }
+
+    /// Finishes every loan now (the completion thread is ending).
+    fn finish_lent(&mut self) {
+        for (loan, _) in self.lent.drain(..) {
+            loan.finish();
+        }
     }
 }
 
@@ -98,7 +140,10 @@ pub(crate) fn run<T: Completes>(rx: Receiver<T>) {
         if pending.is_empty() {
             match thread::poll_recv(&rx).map(Ok).unwrap_or_else(|| rx.recv()) {
                 Ok(item) => pending.push(item),
-                Err(_) => return,
+                Err(_) => {
+                    pending.finish_lent();
+                    return;
+                }
             }
             backoff = MIN_BACKOFF;
         }

@@ -40,6 +40,8 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Age at which a runtime call is reported as stalled unless configured.
 pub const DEFAULT_WATCHDOG_THRESHOLD: Duration = Duration::from_secs(10);
+/// How long a done batch's leases wait for their stream's thread ([`PoolConfig::batch_lend`]).
+pub const DEFAULT_BATCH_LEND: Duration = Duration::from_micros(500);
 
 /// Upper bounds for values from the environment (a typo like `1000000000` is caught).
 const MAX_PLANS: u64 = 1 << 20;
@@ -106,6 +108,10 @@ pub struct PoolConfig {
     /// A manifest whose plans are made in the background when the pool is made through
     /// [`crate::PlanPool::new_shared`] (`HIPFFT_POOL_WARMUP`).
     pub warmup: Option<PathBuf>,
+    /// How long the leases of a batch whose work is done wait for the next
+    /// `release_in_batch` or `end_batch` on their stream to release them, on that thread,
+    /// before the completion thread does (at once while a miss waits at a ceiling).
+    pub batch_lend: Duration,
 }
 
 impl Default for PoolConfig {
@@ -123,6 +129,7 @@ impl Default for PoolConfig {
             eviction: Eviction::default(),
             manifest_out: None,
             warmup: None,
+            batch_lend: DEFAULT_BATCH_LEND,
         }
     }
 }
@@ -142,6 +149,7 @@ pub struct PoolConfigBuilder {
     eviction: Eviction,
     manifest_out: Option<PathBuf>,
     warmup: Option<PathBuf>,
+    batch_lend: Option<Duration>,
 }
 
 impl PoolConfig {
@@ -291,6 +299,23 @@ impl PoolConfigBuilder {
         self
     }
 
+    /// How long the leases of a batch whose work is done wait for the next
+    /// `release_in_batch` or `end_batch` on their stream, which releases them on its own
+    /// thread (the lines a hit writes stay in that thread's cache), before the completion
+    /// thread releases them itself. While a miss waits at a ceiling they are released at
+    /// once. Default [`DEFAULT_BATCH_LEND`].
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let config = hipfft_pool::PoolConfig::builder().batch_lend(Duration::ZERO).build()?;
+    /// assert_eq!(config.batch_lend, Duration::ZERO);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn batch_lend(mut self, lend: Duration) -> Self {
+        self.batch_lend = Some(lend);
+        self
+    }
+
     /// A runtime call running longer than this is reported by the watchdog.
     pub fn watchdog_threshold(mut self, threshold: Duration) -> Self {
         self.watchdog_threshold = Some(threshold);
@@ -375,6 +400,7 @@ impl PoolConfigBuilder {
             eviction: self.eviction,
             manifest_out: self.manifest_out,
             warmup: self.warmup,
+            batch_lend: self.batch_lend.unwrap_or(DEFAULT_BATCH_LEND),
         })
     }
 }

@@ -16,9 +16,9 @@ use crate::desc::PlanDesc;
 use crate::error::Error;
 use crate::observe::counters::{Counters, Latency};
 use crate::observe::watchdog::{CallKind, Watchdog};
-use crate::pool::batch::OpenBatches;
+use crate::pool::batch::{OpenBatches, StreamBatch};
 use crate::pool::ceiling::LiveCeiling;
-use crate::pool::completion::Completes;
+use crate::pool::completion::{Completes, Lent};
 use crate::pool::device::{CeilingPlan, Device};
 use crate::pool::lease_state::{LeaseState, Released, Stripe};
 use crate::runtime::boundary::{DevicePtr, RawEvent, RawPlan, RawStream, Rebind, Runtime, with_device};
@@ -62,6 +62,8 @@ pub(crate) struct Core {
     /// The runtime has one device: every plan is of the current device, and an execution
     /// needs no `hipGetDevice` to make sure (about 100 ns in a real framework's process).
     pub one_device: bool,
+    /// How long a done batch's leases wait for their stream's thread (`GivenBack`).
+    pub batch_lend: std::time::Duration,
 }
 
 impl Core {
@@ -421,22 +423,30 @@ impl PlanEntry {
         let core = held.core.clone();
         let device = held.desc.device;
         // SAFETY: the caller's promise, passed on.
-        unsafe { core.record_release(device, stream, held, Vec::new()) }.map_err(|(e, first, _)| (e, first))
+        unsafe { core.record_release(device, stream, held, Vec::new(), None) }.map_err(|(e, first, _)| (e, first))
     }
 }
 
 impl Core {
-    /// Ends a batch: one event on `stream` covers every lease in it.
+    /// Ends a batch: one event on `stream` covers every lease in it; once it fired, the
+    /// leases go back to `home`, the stream's batch, for the thread using the stream to
+    /// release.
     ///
     /// # Safety
     /// `stream` is a live stream of the pool's runtime.
-    pub(crate) unsafe fn end_batch(&self, device: i32, stream: RawStream, mut batch: Vec<Held>) -> Result<(), (Error, Vec<Held>)> {
+    pub(crate) unsafe fn end_batch(
+        &self,
+        device: i32,
+        stream: RawStream,
+        mut batch: Vec<Held>,
+        home: Arc<StreamBatch<Held>>,
+    ) -> Result<(), (Error, Vec<Held>)> {
         if batch.is_empty() {
             return Ok(());
         }
         let first = batch.swap_remove(0);
         // SAFETY: the caller's promise, passed on.
-        unsafe { self.record_release(device, stream, first, batch) }.map_err(|(e, first, mut rest)| {
+        unsafe { self.record_release(device, stream, first, batch, Some(home)) }.map_err(|(e, first, mut rest)| {
             rest.push(first);
             (e, rest)
         })
@@ -454,6 +464,7 @@ impl Core {
         stream: RawStream,
         first: Held,
         rest: Vec<Held>,
+        home: Option<Arc<StreamBatch<Held>>>,
     ) -> Result<(), (Error, Held, Vec<Held>)> {
         let rt = &*self.runtime;
         if self.shut.load(Ordering::SeqCst) {
@@ -485,7 +496,7 @@ impl Core {
                 return Err((error, first, rest));
             }
         };
-        let pending = PendingRelease { entry: first, rest, event, stream, unproven: std::cell::Cell::new(false) };
+        let pending = PendingRelease { entry: first, rest, event, stream, unproven: std::cell::Cell::new(false), home };
         // Sent under the lock (an unbounded send never blocks): no clone of the sender.
         let sent = match &*self.completion_tx.lock() {
             Some(tx) => tx.send(pending).map_err(|e| e.0),
@@ -620,6 +631,36 @@ pub(crate) struct PendingRelease {
     /// Set once neither a query nor a synchronize of the event could prove the work done:
     /// the lease is kept (the plan is neither reused idle nor destroyed) and polled again.
     unproven: std::cell::Cell<bool>,
+    /// A batch's stream batch: its leases go back there once done, for the thread using the
+    /// stream to release (`batch`'s index says why); `None` for `release_after`.
+    home: Option<Arc<StreamBatch<Held>>>,
+}
+
+/// A done batch's leases, given back to their stream's batch ([`StreamBatch::give_back`]).
+/// The completion thread releases what the stream's next add or end has not taken once the
+/// loan is due: after the pool's `batch_lend` (by default far longer than a host's gap
+/// between two executions, short next to what it costs: the plans stay leased, not idle,
+/// that long), at once while a miss waits at a ceiling (it may wait for these plans), and
+/// once the batch is closed (its pool shut down).
+pub(crate) struct GivenBack {
+    home: Arc<StreamBatch<Held>>,
+    lend: std::time::Duration,
+    /// The ceiling the batch's plans count against (a batch's leases are one device's).
+    ceiling: Arc<LiveCeiling>,
+}
+
+impl Lent for GivenBack {
+    fn due(&self, waited: std::time::Duration) -> bool {
+        // Time must not decide a branch under loom: there, every loan is due at once (the
+        // race with a claiming add is what the models explore).
+        cfg!(loom) || waited >= self.lend || self.ceiling.waiters() > 0 || self.home.is_closed()
+    }
+
+    fn finish(self) {
+        for e in self.home.reclaim() {
+            e.release();
+        }
+    }
 }
 
 impl Completes for PendingRelease {
@@ -669,11 +710,30 @@ impl Completes for PendingRelease {
     }
 
     /// Recycles the event, then releases the leases.
-    fn complete(self) {
+    fn complete(self) -> Option<GivenBack> {
         self.entry.core.recycle_event(&self.entry.dev, self.event);
-        for e in self.rest {
+        let lend = self.entry.core.batch_lend;
+        let PendingRelease { entry, rest, home, .. } = self;
+        if let Some(home) = home.filter(|_| !lend.is_zero() && entry.dev.ceiling.waiters() == 0) {
+            let ceiling = entry.dev.ceiling.clone();
+            let mut all = rest;
+            // Fits: the batch's buffer held `entry` too before it was swapped out.
+            all.push(entry);
+            let back = match home.give_back(all) {
+                Ok(()) => return Some(GivenBack { home, lend, ceiling }),
+                Err(back) => back,
+            };
+            for e in back {
+                e.release();
+            }
+            return None;
+        }
+        for e in rest {
             e.release();
         }
-        self.entry.release();
+        entry.release();
+        None
     }
+
+    type Lent = GivenBack;
 }

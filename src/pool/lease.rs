@@ -576,15 +576,23 @@ impl Lease {
         // lock when `full_refused` runs) holds a lease on one of its plans.
         let capturing = || matches!(unsafe { core.as_ref().runtime.stream_is_capturing(stream) }, Ok(true) | Err(_));
         // SAFETY: as above.
-        match unsafe { core.as_ref() }.batches.add((device, stream.0), held, capturing, capturing) {
+        let mut claimed = Vec::new();
+        // SAFETY: as above.
+        let added = unsafe { core.as_ref() }.batches.add((device, stream.0), held, capturing, capturing, &mut claimed);
+        // Leases of this stream's earlier batches, done: released here, on the thread whose
+        // hits will take them again (`batch`'s index says why).
+        for e in claimed {
+            e.release();
+        }
+        match added {
             Added::Queued => Ok(()),
             // SAFETY: the caller's promise on `stream`.
             Added::Refused(held) => unsafe { Lease::new(held).release_after_or_hold(stream) },
-            Added::Full(batch) => {
+            Added::Full(batch, home) => {
                 // The leases of the batch are ours now: they keep the core alive.
                 let core = batch[0].core.clone();
                 // SAFETY: the caller's promise: the stream is live until its batch ends, here.
-                match unsafe { core.end_batch(device, stream, batch) } {
+                match unsafe { core.end_batch(device, stream, batch, home) } {
                     Ok(()) => Ok(()),
                     Err((error, batch)) => release_after_failed(&core, device, stream, batch, error),
                 }

@@ -405,6 +405,7 @@ impl PlanPool {
             creators: Creators::new(),
             undestroyed: Mutex::new(Vec::new()),
             capture_seen: parking::Mutex::new(None),
+            batch_lend: config.batch_lend,
         });
         let destroyer_rx = retire_rx.clone();
         let weak_core = Arc::downgrade(&core);
@@ -1632,9 +1633,11 @@ impl PlanPool {
         for v in &victims {
             self.core.destroy(v);
         }
-        // Wake waiters so they see the shutdown; stop taking new release_after work.
+        // Wake waiters so they see the shutdown; stop taking new release_after work; done
+        // batches waiting for their stream's thread are released now, not when their lend ends.
         self.core.shut.store(true, Ordering::SeqCst);
         *self.core.completion_tx.lock() = None;
+        let batched = self.core.batches.close_all();
         self.notify_all();
         let deadline = Instant::now() + self.shutdown_timeout;
         let timed_out = loop {
@@ -1667,7 +1670,6 @@ impl PlanPool {
         let _ = self.completion_done.recv_timeout(left);
         self.destroy_free_events();
         let still_leased: Vec<PlanDesc> = lock(&self.core.retired).values().map(|e| e.desc).collect();
-        let batched = self.core.batches.len();
         if batched > 0 {
             // Their streams may be gone by now: no event is recorded for them here.
             tracing::warn!(count = batched, "shutdown: leases in batches never ended (PlanPool::end_batch); they stay held");
@@ -1705,7 +1707,12 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn end_batch(&self, stream: RawStream) -> Result<()> {
-        let taken = self.core.batches.take(stream.0);
+        let mut claimed = Vec::new();
+        let taken = self.core.batches.take(stream.0, &mut claimed);
+        // Leases of the stream's earlier batches, done: released on this thread.
+        for e in claimed {
+            e.release();
+        }
         if taken.is_empty() {
             return Ok(());
         }
@@ -1714,9 +1721,9 @@ impl PlanPool {
         // SAFETY: the caller's promise.
         let capturing = unsafe { self.core.runtime.stream_is_capturing(stream) };
         if !matches!(capturing, Ok(false)) {
-            let leases: usize = taken.iter().map(|(_, b)| b.len()).sum();
-            for (key, batch) in taken {
-                self.core.batches.put_back(key, batch);
+            let leases: usize = taken.iter().map(|t| t.items.len()).sum();
+            for t in taken {
+                self.core.batches.put_back(t.key, t.items);
             }
             return Err(match capturing {
                 Err(e) => e,
@@ -1734,9 +1741,10 @@ impl PlanPool {
             });
         }
         let mut result = Ok(());
-        for ((device, _), batch) in taken {
+        for t in taken {
+            let device = t.key.0;
             // SAFETY: the caller's promise, passed on.
-            if let Err((error, batch)) = unsafe { self.core.end_batch(device, stream, batch) } {
+            if let Err((error, batch)) = unsafe { self.core.end_batch(device, stream, t.items, t.home) } {
                 if let Err(e) = crate::pool::lease::release_after_failed(&self.core, device, stream, batch, error) {
                     result = Err(e);
                 }
