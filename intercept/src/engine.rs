@@ -151,6 +151,12 @@ struct Settings {
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
     real: Option<i64>,
     desc: Option<PlanDesc>,
+    /// What an execution on `resident` reads first, prefetched by the calls that come
+    /// before it (set-stream, set-work-area) and by the execution itself as it starts: a
+    /// framework's own work between two transforms evicts those lines (MLX), and found one
+    /// after the other (each address read from the line before) they cost a memory latency
+    /// each; prefetched, they arrive together.
+    exec_lines: Option<hipfft_pool::ExecLines>,
 }
 
 /// One virtual handle (`repr(C)`: the flag every lookup reads and the lock word first, then
@@ -272,6 +278,14 @@ thread_local! {
         const { std::cell::RefCell::new([const { None }; RECENT_SLOTS]) };
 }
 
+/// Prefetches what an execution on the handle's resident plan reads first (`exec_lines`).
+#[inline(always)]
+fn prefetch(s: &Settings) {
+    if let Some(lines) = &s.exec_lines {
+        lines.prefetch();
+    }
+}
+
 /// The slot of `h` in `RECENT_HANDLES` (Fibonacci hashing: handle values are evenly spaced).
 #[inline]
 fn recent_slot(h: u64) -> usize {
@@ -334,6 +348,7 @@ impl Drop for Engine {
             v.destroyed.store(true, Ordering::Release);
             let mut s = v.settings.lock();
             s.resident = None;
+            s.exec_lines = None;
             if s.prepared.take().is_some() {
                 self.prepared.fetch_sub(1, Ordering::Relaxed);
             }
@@ -611,6 +626,7 @@ impl Engine {
                 resident_execs: 0,
                 last_stream: RawStream::NULL,
                 real: None,
+                exec_lines: None,
             }),
             destroyed: AtomicBool::new(false),
         });
@@ -633,6 +649,7 @@ impl Engine {
         v.destroyed.store(true, Ordering::Release);
         let mut s = v.settings.lock();
         s.resident = None;
+        s.exec_lines = None;
         self.counts.resident_execs.fetch_add(std::mem::take(&mut s.resident_execs), Ordering::Relaxed);
         let real = s.real.take();
         if s.prepared.take().is_some() {
@@ -755,6 +772,7 @@ impl Engine {
         s.desc = Some(desc);
         s.transform = Some(desc.transform);
         s.resident = None;
+        s.exec_lines = None;
         s.work_size = work;
         self.counts.plans.fetch_add(1, Ordering::Relaxed);
         Ok(work)
@@ -800,6 +818,7 @@ impl Engine {
         let mut s = v.settings.lock();
         let area = (!area.is_null()).then_some(area);
         if s.work_area == area && self.settled(&s) {
+            prefetch(&s);
             return Ok(());
         }
         s.work_area = area;
@@ -813,6 +832,7 @@ impl Engine {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
         if s.stream == stream && self.settled(&s) {
+            prefetch(&s);
             return Ok(());
         }
         if s.stream != stream {
@@ -870,6 +890,7 @@ impl Engine {
         }
         let Some(desc) = s.desc else { return false };
         let Some(r) = self.residents.get(&desc) else { return false };
+        s.exec_lines = Some(r.exec_lines());
         s.resident = Some(r);
         if let Some(l) = s.sticky.take() {
             self.deferred.lock().push((l, s.sticky_stream));
@@ -978,6 +999,7 @@ impl Engine {
     ) -> Result<(), Fail> {
         let v = self.lookup(h, call)?;
         let mut s = v.settings.lock();
+        prefetch(&s);
         // The transform, not the descriptor (set together by `make_plan`): the fast path
         // below reads no line of the descriptor.
         let Some(t) = s.transform else { return Err(no_plan(call, h)) };

@@ -225,6 +225,16 @@ thread_local! {
     };
 }
 
+/// Prefetches the calling thread's call slot, which every runtime call under the watchdog
+/// writes ([`crate::ExecLines::prefetch`]); nothing when the thread has made no call yet.
+#[inline]
+pub(crate) fn prefetch_this_thread(prefetch: impl Fn(usize)) {
+    #[cfg(not(loom))]
+    let _ = MINE.try_with(|mine| prefetch(&mine.slot as *const CallSlot as usize));
+    #[cfg(loom)]
+    let _ = prefetch;
+}
+
 /// Where a call goes when its thread's list cannot be reached (a thread-local destructor
 /// running, or the loom build, whose model threads share one OS thread's locals).
 #[derive(Default)]

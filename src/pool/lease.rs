@@ -98,6 +98,46 @@ impl Lease {
         self.entry.plan
     }
 
+    /// The memory an execution under this lease reads first (the lease, its plan's two
+    /// hot lines, the pool's core, the runtime, the device and the watchdog), as addresses
+    /// to prefetch.
+    ///
+    /// After a host's own work has evicted the pool's lines, an execution finds each of
+    /// them in memory, one after the other (each address is read from the one before). A
+    /// host that knows an execution is coming (a framework setting the stream first) can
+    /// prefetch them all at once instead ([`ExecLines::prefetch`]). The addresses stay
+    /// valid while the lease is held; a stale one is harmless (a prefetch never faults).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[1024], 4))?;
+    /// let lines = lease.exec_lines(); // kept beside the handle
+    /// lines.prefetch(); // later, when an execution is coming
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn exec_lines(&self) -> ExecLines {
+        let e: &PlanEntry = &self.entry;
+        let core = &*e.core;
+        let base = e as *const PlanEntry as usize;
+        let at = |p: *const u8| p as usize;
+        ExecLines([
+            at(self as *const Lease as *const u8),
+            base,
+            base + 64,
+            at(&core.one_device as *const bool as *const u8),
+            at(&core.runtime as *const _ as *const u8),
+            at(std::sync::Arc::as_ptr(&core.runtime) as *const u8),
+            at(std::sync::Arc::as_ptr(&core.watchdog) as *const u8),
+            at(&e.dev.ceiling as *const _ as *const u8),
+        ])
+    }
+
+
     /// Work-area bytes the plan needs per execution (what `hipfftMakePlanMany64` returned).
     ///
     /// # Examples
@@ -817,5 +857,76 @@ impl std::error::Error for ReleaseAfterError {
 impl From<ReleaseAfterError> for Error {
     fn from(e: ReleaseAfterError) -> Self {
         e.error
+    }
+}
+
+/// Addresses an execution reads first ([`Lease::exec_lines`]), to prefetch ahead of it.
+/// Plain numbers: never read through, so holding them is safe anywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecLines([usize; 8]);
+
+impl ExecLines {
+    /// Asks the CPU to bring the lines into its caches, all at once; reads nothing and never
+    /// faults, whatever the addresses (a no-op where the target has no prefetch hint).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::R2C, &[400], 4))?;
+    /// lease.exec_lines().prefetch();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    /// The calling thread's watchdog slot, which the execution writes, comes with them.
+    #[inline]
+    pub fn prefetch(&self) {
+        for &p in &self.0 {
+            prefetch_line(p);
+        }
+        crate::observe::watchdog::prefetch_this_thread(prefetch_line);
+    }
+}
+
+/// A prefetch hint for the line at `p`.
+#[inline(always)]
+fn prefetch_line(p: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` is a hint: it reads nothing the program can see and never faults,
+    // whatever the address; SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The promise `ExecLines` is sound on: any address at all, unmapped or in the kernel's
+    /// half, is only a hint.
+    #[test]
+    fn prefetching_any_address_never_faults() {
+        ExecLines([0, 1, 64, 4096, usize::MAX, usize::MAX - 63, 1 << 47, 0xffff_8000_0000_0000]).prefetch();
+    }
+
+    /// The lines named are the lease's own and its plan's: inside the lease and the entry it
+    /// holds, so that what is prefetched is what the execution reads.
+    #[test]
+    fn the_lines_are_the_lease_and_its_plans_entry() {
+        use crate::{PlanDesc, PlanPool, PoolConfig, SimConfig, SimRuntime};
+        let rt: std::sync::Arc<dyn crate::Runtime> = std::sync::Arc::new(SimRuntime::new(SimConfig::default()));
+        let pool = PlanPool::new(PoolConfig::builder().capacity(2).private_ceiling(2).build().unwrap(), rt).unwrap();
+        let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1)).unwrap();
+        let ExecLines(lines) = lease.exec_lines();
+        assert_eq!(lines[0], &lease as *const Lease as usize);
+        let entry: &PlanEntry = &lease.entry;
+        let base = entry as *const PlanEntry as usize;
+        assert_eq!((lines[1], lines[2]), (base, base + 64));
+        assert!(std::ptr::addr_of!(entry.exec_lock) as usize >= lines[2] && (std::ptr::addr_of!(entry.exec_lock) as usize) < lines[2] + 64);
     }
 }
