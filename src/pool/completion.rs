@@ -112,13 +112,6 @@ impl<T: Completes> Pending<T> {
         }
         completed
     }
-
-    /// Finishes every loan now (the completion thread is ending).
-    fn finish_lent(&mut self) {
-        for (loan, _) in self.lent.drain(..) {
-            loan.finish();
-        }
-    }
 }
 
 /// The thread body: receives items, polls them with a short backoff, completes them. Ends
@@ -140,10 +133,8 @@ pub(crate) fn run<T: Completes>(rx: Receiver<T>) {
         if pending.is_empty() {
             match thread::poll_recv(&rx).map(Ok).unwrap_or_else(|| rx.recv()) {
                 Ok(item) => pending.push(item),
-                Err(_) => {
-                    pending.finish_lent();
-                    return;
-                }
+                // Every sender is gone and nothing is held, loans included.
+                Err(_) => return,
             }
             backoff = MIN_BACKOFF;
         }

@@ -106,7 +106,9 @@ impl Lease {
     /// them in memory, one after the other (each address is read from the one before). A
     /// host that knows an execution is coming (a framework setting the stream first) can
     /// prefetch them all at once instead ([`ExecLines::prefetch`]). The addresses stay
-    /// valid while the lease is held; a stale one is harmless (a prefetch never faults).
+    /// valid while the lease is held and not moved (the first is the lease's own: take
+    /// them where it stays, an `Arc` for one); a stale one is harmless (a prefetch never
+    /// faults).
     ///
     /// # Examples
     ///
@@ -136,7 +138,6 @@ impl Lease {
             at(&e.dev.ceiling as *const _ as *const u8),
         ])
     }
-
 
     /// Work-area bytes the plan needs per execution (what `hipfftMakePlanMany64` returned).
     ///
@@ -867,7 +868,8 @@ pub struct ExecLines([usize; 8]);
 
 impl ExecLines {
     /// Asks the CPU to bring the lines into its caches, all at once; reads nothing and never
-    /// faults, whatever the addresses (a no-op where the target has no prefetch hint).
+    /// faults, whatever the addresses (a no-op where the target has no prefetch hint). The
+    /// calling thread's watchdog slot, which the execution writes, comes with them.
     ///
     /// # Examples
     ///
@@ -880,7 +882,6 @@ impl ExecLines {
     /// lease.exec_lines().prefetch();
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
-    /// The calling thread's watchdog slot, which the execution writes, comes with them.
     #[inline]
     pub fn prefetch(&self) {
         for &p in &self.0 {
