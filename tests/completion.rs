@@ -396,14 +396,21 @@ fn alive_after_trim(w: &Watched, pool: &hipfft_pool::PlanPool) -> usize {
     w.sim.live_handles()
 }
 
-#[test]
-fn a_done_batch_is_released_by_the_next_add_on_its_stream_not_by_the_completion_thread() {
+/// A pool whose done batches wait `lend` for their stream's thread, with one batch of four
+/// executions done and lent back to its stream.
+fn a_lent_batch(ceiling: usize, lend: Duration) -> (Arc<Watched>, Arc<dyn Runtime>, hipfft_pool::PlanPool, Stream) {
     let w = Watched::new(SimConfig::default());
     let rt: Arc<dyn Runtime> = w.clone();
-    // A lend far longer than the test: only the stream's thread can release the batch.
-    let pool = lending_pool(&rt, 8, Duration::from_secs(600));
+    let pool = lending_pool(&rt, ceiling, lend);
     let stream = Stream::new(&rt).unwrap();
     a_done_batch(&w, &rt, &pool, &stream, 4);
+    (w, rt, pool, stream)
+}
+
+#[test]
+fn a_done_batch_is_released_by_the_next_add_on_its_stream_not_by_the_completion_thread() {
+    // A lend far longer than the test: only the stream's thread can release the batch.
+    let (w, _rt, pool, stream) = a_lent_batch(8, Duration::from_secs(600));
     assert_eq!(alive_after_trim(&w, &pool), 4, "done, but lent to the stream: still leased");
     let lease = pool.acquire(&c2c(100, 1)).unwrap();
     // SAFETY: the test's stream, live until the pool is gone.
@@ -424,12 +431,8 @@ fn a_done_batch_is_released_by_the_next_add_on_its_stream_not_by_the_completion_
 
 #[test]
 fn a_done_batch_nobody_claims_is_released_once_its_lend_ends() {
-    let w = Watched::new(SimConfig::default());
-    let rt: Arc<dyn Runtime> = w.clone();
-    let pool = lending_pool(&rt, 8, Duration::from_millis(300));
-    let stream = Stream::new(&rt).unwrap();
     let started = Instant::now();
-    a_done_batch(&w, &rt, &pool, &stream, 4);
+    let (w, _rt, pool, _stream) = a_lent_batch(8, Duration::from_millis(300));
     assert_eq!(alive_after_trim(&w, &pool), 4, "lent to the stream for 300 ms");
     wait_until("the lend ended", || alive_after_trim(&w, &pool) == 0);
     assert!(started.elapsed() >= Duration::from_millis(300), "released by the completion thread at the lend's end, not before");
@@ -437,11 +440,7 @@ fn a_done_batch_nobody_claims_is_released_once_its_lend_ends() {
 
 #[test]
 fn a_miss_waiting_at_the_ceiling_does_not_wait_for_a_lent_batch() {
-    let w = Watched::new(SimConfig::default());
-    let rt: Arc<dyn Runtime> = w.clone();
-    let pool = lending_pool(&rt, 4, Duration::from_secs(600));
-    let stream = Stream::new(&rt).unwrap();
-    a_done_batch(&w, &rt, &pool, &stream, 4);
+    let (w, _rt, pool, _stream) = a_lent_batch(4, Duration::from_secs(600));
     assert_eq!(alive_after_trim(&w, &pool), 4, "the ceiling is full of lent plans");
     // A new key needs a slot: the miss waits at the ceiling, and its wait makes the lent
     // leases due at once, not in ten minutes.
@@ -454,11 +453,7 @@ fn a_miss_waiting_at_the_ceiling_does_not_wait_for_a_lent_batch() {
 
 #[test]
 fn shutdown_releases_a_lent_batch_without_waiting_for_its_lend() {
-    let w = Watched::new(SimConfig::default());
-    let rt: Arc<dyn Runtime> = w.clone();
-    let pool = lending_pool(&rt, 8, Duration::from_secs(600));
-    let stream = Stream::new(&rt).unwrap();
-    a_done_batch(&w, &rt, &pool, &stream, 4);
+    let (w, _rt, pool, _stream) = a_lent_batch(8, Duration::from_secs(600));
     assert_eq!(w.sim.live_handles(), 4);
     let started = Instant::now();
     let report = pool.shutdown();
