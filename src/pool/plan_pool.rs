@@ -1468,6 +1468,8 @@ impl PlanPool {
     /// assert_eq!(report.made, 1);
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
+    // Under loom the channel is the model's (crate-private); the public type is crossbeam's.
+    #[cfg_attr(loom, allow(private_interfaces))]
     pub fn warm_up_in_background(self: &Arc<Self>, manifest: Manifest) -> Result<Receiver<WarmUpReport>> {
         let (tx, rx) = bounded(1);
         let weak = Arc::downgrade(self);
