@@ -226,7 +226,8 @@ thread_local! {
 }
 
 /// Prefetches the calling thread's call slot, which every runtime call under the watchdog
-/// writes ([`crate::ExecLines::prefetch`]); nothing when the thread has made no call yet.
+/// writes ([`crate::ExecLines::prefetch`]). A thread that has made no call yet registers
+/// here, as the call it is about to make would.
 #[inline]
 pub(crate) fn prefetch_this_thread(prefetch: impl Fn(usize)) {
     #[cfg(not(loom))]

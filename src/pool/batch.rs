@@ -43,25 +43,27 @@ struct Open<T> {
     items: Vec<T>,
     /// Items of ended batches, done, for the next add or end on the stream to take.
     returned: Vec<T>,
-    /// Not in the map any more: look the stream up again.
-    closed: bool,
 }
 
 impl<T> Open<T> {
     fn new() -> Open<T> {
-        Open { items: Vec::new(), returned: Vec::new(), closed: false }
+        Open { items: Vec::new(), returned: Vec::new() }
     }
 
-    /// Moves what came back into `claimed` (a swap when `claimed` is empty: no copy).
+    /// Moves what came back into `claimed`.
     fn claim_into(&mut self, claimed: &mut Vec<T>) {
-        if self.returned.is_empty() {
-            return;
-        }
-        if claimed.is_empty() {
-            std::mem::swap(claimed, &mut self.returned);
-        } else {
-            claimed.append(&mut self.returned);
-        }
+        move_all(&mut self.returned, claimed);
+    }
+}
+
+/// Moves every item of `from` to the end of `into`; when `into` is empty the buffers are
+/// swapped instead (no copy, and each buffer is freed by the thread that allocated it when
+/// it goes back there).
+fn move_all<T>(from: &mut Vec<T>, into: &mut Vec<T>) {
+    if into.is_empty() {
+        std::mem::swap(from, into);
+    } else {
+        into.append(from);
     }
 }
 
@@ -81,8 +83,10 @@ pub(crate) struct StreamBatch<T> {
     /// On lines of its own: the stream's adds write the lock word, and the completion
     /// thread's reads of `closed` must not take that line from them.
     open: OwnLines<Mutex<Open<T>>>,
-    /// `open.closed`, readable without the lock (set under it): the completion thread asks
-    /// it every round while it lends, and must not contend with the stream's adds.
+    /// Not in the map any more (pruned, or its pool shut down): look the stream up again.
+    /// Set under `open`'s lock, so a holder of the lock reads it settled; an atomic, so that
+    /// the completion thread can ask it every round while it lends without taking that lock
+    /// from the stream's adds.
     closed: AtomicBool,
 }
 
@@ -93,16 +97,12 @@ impl<T> StreamBatch<T> {
     /// still there later (`reclaim`).
     pub(crate) fn give_back(&self, mut items: Vec<T>) -> Result<(), Vec<T>> {
         let mut open = lock(&self.open);
-        if open.closed {
+        if self.is_closed() {
             return Err(items);
         }
-        // Moved, not copied, when nothing waits: the batch's own buffer (allocated by the
-        // thread that ended it) goes back to that thread, which frees it there.
-        if open.returned.is_empty() {
-            std::mem::swap(&mut open.returned, &mut items);
-        } else {
-            open.returned.append(&mut items);
-        }
+        // Usually a swap: the batch's own buffer, allocated by the thread that ended it,
+        // goes back to that thread.
+        move_all(&mut items, &mut open.returned);
         Ok(())
     }
 
@@ -117,9 +117,8 @@ impl<T> StreamBatch<T> {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Marks the batch closed (under its lock, `open`).
-    fn close(&self, open: &mut Open<T>) {
-        open.closed = true;
+    /// Marks the batch closed; the caller holds its lock (`_open` proves it).
+    fn close(&self, _open: &mut Open<T>) {
         self.closed.store(true, Ordering::Release);
     }
 }
@@ -235,7 +234,7 @@ impl<T: Send + 'static> OpenBatches<T> {
                 }
                 let this = batch.downcast_ref::<StreamBatch<T>>()?;
                 let mut open = lock(&this.open);
-                if open.closed || open.items.is_empty() {
+                if this.is_closed() || open.items.is_empty() {
                     return None;
                 }
                 open.claim_into(claimed);
@@ -253,7 +252,7 @@ impl<T: Send + 'static> OpenBatches<T> {
         loop {
             let batch = self.batch_of(key);
             let mut open = lock(&batch.open);
-            if open.closed {
+            if batch.is_closed() {
                 drop(open);
                 self.forget_kept();
                 continue;
@@ -326,7 +325,7 @@ impl<T: Send + 'static> OpenBatches<T> {
         loop {
             let batch = self.batch_of(key);
             let mut open = lock(&batch.open);
-            if open.closed {
+            if batch.is_closed() {
                 drop(open);
                 self.forget_kept();
                 continue;
