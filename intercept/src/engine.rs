@@ -115,25 +115,15 @@ pub enum ExecKind {
     Xt,
 }
 
-/// The settings a framework gave one handle.
-///
-/// `repr(C)`, the fields an execution on a resident plan reads first: they share the cache
-/// lines of the lock word right before them (`VirtualPlan`), so that a framework whose own
-/// work between two transforms evicted the interposer's lines (MLX: docs/performance.md)
-/// pays for few of them; what only a miss, a plan call or a destroy reads comes after.
-#[repr(C)]
+/// The settings a framework gave one handle, under its lock (`VirtualPlan::lock`).
 struct Settings {
     /// The resident plan of the handle's descriptor, once there is one (it stays for the
-    /// engine's life): its executions go straight to it (`exec`'s fast path), with no map,
-    /// no lease of their own and no capture check.
+    /// engine's life): its executions go straight to it (`Hot::direct`), with no map, no
+    /// lease of their own and no capture check.
     resident: Option<Arc<Lease>>,
     stream: RawStream,
     work_area: Option<DevicePtr>,
     work_size: usize,
-    last_stream: RawStream,
-    /// Executions on `resident`, counted here (a line the execution holds anyway) and
-    /// added to the engine's count when the handle goes.
-    resident_execs: u64,
     /// `desc`'s transform, where an execution checks it without reading the descriptor.
     transform: Option<TransformType>,
     stream_registered: bool,
@@ -151,21 +141,176 @@ struct Settings {
     /// precision): every call on the handle goes to it. It holds one slot of the ceiling.
     real: Option<i64>,
     desc: Option<PlanDesc>,
-    /// What an execution on `resident` reads first, prefetched by the calls that come
-    /// before it (set-stream, set-work-area) and by the execution itself as it starts: a
-    /// framework's own work between two transforms evicts those lines (MLX), and found one
-    /// after the other (each address read from the line before) they cost a memory latency
-    /// each; prefetched, they arrive together.
-    exec_lines: Option<hipfft_pool::ExecLines>,
 }
 
-/// One virtual handle (`repr(C)`: the flag every lookup reads and the lock word first, then
-/// the settings it guards, see `Settings`).
-#[repr(C)]
-pub struct VirtualPlan {
+impl Settings {
+    fn new() -> Settings {
+        Settings {
+            resident: None,
+            stream: RawStream::NULL,
+            work_area: None,
+            work_size: 0,
+            transform: None,
+            stream_registered: false,
+            auto_allocation: true,
+            sticky: None,
+            sticky_stream: RawStream::NULL,
+            prepared: None,
+            real: None,
+            desc: None,
+        }
+    }
+
+    /// The resident lease an execution with these settings may go straight to: the plan is
+    /// resident, no sticky lease competes, the stream is registered, and the work area is
+    /// one the plan can use (the caller's, of the size the plan call reported, or none for
+    /// a plan that needs none).
+    fn direct(&self) -> Option<&Arc<Lease>> {
+        let r = self.resident.as_ref()?;
+        let area_fits = match self.work_area {
+            Some(_) => r.work_size() <= self.work_size,
+            None => r.work_size() == 0,
+        };
+        (self.sticky.is_none() && self.stream_registered && area_fits).then_some(r)
+    }
+}
+
+/// What the per-transform calls of a framework read without taking the handle's lock:
+/// published from `Settings` each time the lock is let go (`SettingsGuard`), on lines of
+/// their own.
+///
+/// A framework sets the stream and the work area of a handle and executes it, in a row,
+/// between stretches of its own work that evict the interposer's lines (MLX). With the
+/// handle's resident plan published here, those three calls read this line and the plan's
+/// own, and write nothing shared: no lock word, no reference count.
+#[repr(C, align(64))]
+struct Hot {
     /// Set when the handle is destroyed (a thread's `RECENT_HANDLES` may still hold it).
     destroyed: AtomicBool,
+    /// `Settings::transform`, as one more than its place in `TransformType::ALL` (0: none):
+    /// the execution checks it here while the lines it prefetched arrive.
+    transform: std::sync::atomic::AtomicU8,
+    stream: AtomicUsize,
+    /// The work area's address, 0 for none.
+    area: AtomicUsize,
+    /// `Settings::direct`'s lease, or null. It points into an `Arc` the engine's residents
+    /// keep for the engine's life (resident plans are never dropped before the engine).
+    direct: std::sync::atomic::AtomicPtr<Lease>,
+    /// Executions that went to `direct` (or to the resident plan under the lock).
+    resident_execs: AtomicU64,
+    /// What an execution on the resident plan reads first (`Lease::exec_lines`, as
+    /// numbers), prefetched by the calls that come before it (set-stream, set-work-area)
+    /// and by the execution as it starts: found one after the other (each address read
+    /// from the line before) they cost a memory latency each; prefetched, they arrive
+    /// together. Stale numbers are harmless (a prefetch never faults).
+    lines: ExecLineNumbers,
+}
+
+#[repr(C, align(64))]
+#[derive(Default)]
+struct ExecLineNumbers([AtomicUsize; 8]);
+
+impl Hot {
+    fn new() -> Hot {
+        Hot {
+            destroyed: AtomicBool::new(false),
+            transform: std::sync::atomic::AtomicU8::new(0),
+            stream: AtomicUsize::new(0),
+            area: AtomicUsize::new(0),
+            direct: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            resident_execs: AtomicU64::new(0),
+            lines: ExecLineNumbers::default(),
+        }
+    }
+
+    /// The lease an execution may go straight to, if any (see `Settings::direct`).
+    #[inline(always)]
+    fn direct(&self) -> Option<&Lease> {
+        let p = self.direct.load(Ordering::Acquire);
+        // SAFETY: non-null, `p` is `Arc::as_ptr` of a resident lease, which the engine's
+        // residents hold until the engine drops; the engine nulls this pointer first, and
+        // no call can be inside the engine (borrowed) while it drops.
+        unsafe { p.as_ref() }
+    }
+
+    /// Makes what the lock-free paths read follow `s` (under the handle's lock).
+    fn publish(&self, s: &Settings) {
+        let t = s.transform.and_then(|t| TransformType::ALL.iter().position(|&a| a == t)).map_or(0, |i| i as u8 + 1);
+        self.transform.store(t, Ordering::Relaxed);
+        self.stream.store(s.stream.0, Ordering::Relaxed);
+        self.area.store(s.work_area.map_or(0, |p| p.0), Ordering::Relaxed);
+        if let Some(r) = &s.resident {
+            let at = Arc::as_ptr(r) as usize;
+            // The first address is the lease's own: the numbers are this lease's already.
+            if self.lines.0[0].load(Ordering::Relaxed) != at {
+                for (slot, a) in self.lines.0.iter().zip(r.exec_lines().addresses()) {
+                    slot.store(a, Ordering::Relaxed);
+                }
+            }
+        }
+        let direct = s.direct().map_or(std::ptr::null(), Arc::as_ptr);
+        self.direct.store(direct.cast_mut(), Ordering::Release);
+    }
+
+    /// The handle's transform (`transform`).
+    #[inline(always)]
+    fn transform(&self) -> Option<TransformType> {
+        (self.transform.load(Ordering::Relaxed) as usize).checked_sub(1).and_then(|i| TransformType::ALL.get(i).copied())
+    }
+
+    /// Prefetches what an execution on the resident plan reads first (`lines`).
+    #[inline(always)]
+    fn prefetch(&self) {
+        let a = std::array::from_fn(|i| self.lines.0[i].load(Ordering::Relaxed));
+        if a[0] != 0 {
+            hipfft_pool::ExecLines::from_addresses(a).prefetch();
+        }
+    }
+}
+
+/// One virtual handle: what its per-transform calls read without a lock (`Hot`), then the
+/// settings that everything else reads and writes under it.
+#[repr(C)]
+pub struct VirtualPlan {
+    hot: Hot,
     settings: Mutex<Settings>,
+}
+
+impl VirtualPlan {
+    /// The handle's settings, locked; what the lock-free paths read follows them when the
+    /// guard goes.
+    fn lock(&self) -> SettingsGuard<'_> {
+        SettingsGuard { hot: &self.hot, s: self.settings.lock() }
+    }
+
+    fn try_lock(&self) -> Option<SettingsGuard<'_>> {
+        Some(SettingsGuard { hot: &self.hot, s: self.settings.try_lock()? })
+    }
+}
+
+/// A handle's settings, locked (`VirtualPlan::lock`).
+struct SettingsGuard<'a> {
+    hot: &'a Hot,
+    s: parking_lot::MutexGuard<'a, Settings>,
+}
+
+impl std::ops::Deref for SettingsGuard<'_> {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.s
+    }
+}
+
+impl std::ops::DerefMut for SettingsGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Settings {
+        &mut self.s
+    }
+}
+
+impl Drop for SettingsGuard<'_> {
+    fn drop(&mut self) {
+        self.hot.publish(&self.s);
+    }
 }
 
 /// A handle's work area for one execution.
@@ -264,26 +409,20 @@ static ENGINES: AtomicU64 = AtomicU64::new(0);
 /// Slots of a thread's handle cache (`RECENT_HANDLES`).
 const RECENT_SLOTS: usize = 64;
 
-/// One slot of `RECENT_HANDLES`: (engine, handle, plan).
-type RecentHandle = Option<(u64, u64, Arc<VirtualPlan>)>;
+/// One slot of `RECENT_HANDLES`: (engine, handle, plan), its borrow flag on the same line.
+#[repr(align(32))]
+struct RecentHandle(std::cell::RefCell<Option<(u64, u64, Arc<VirtualPlan>)>>);
 
 thread_local! {
     /// The handles this thread looked up lately, direct-mapped by handle value: (engine,
     /// handle, plan). A framework sets the stream and the work area of a handle and executes
     /// it, in a row, cycling through a working set of handles (MLX, PyTorch): those calls
     /// skip the handle map, whose lock word and buckets are cold cache lines after the
-    /// framework's own work (each a few tens of nanoseconds). A destroyed handle is never
-    /// taken from here (`VirtualPlan::destroyed`); what a slot holds of it is memory only.
-    static RECENT_HANDLES: std::cell::RefCell<[RecentHandle; RECENT_SLOTS]> =
-        const { std::cell::RefCell::new([const { None }; RECENT_SLOTS]) };
-}
-
-/// Prefetches what an execution on the handle's resident plan reads first (`exec_lines`).
-#[inline(always)]
-fn prefetch(s: &Settings) {
-    if let Some(lines) = &s.exec_lines {
-        lines.prefetch();
-    }
+    /// framework's own work (each a few tens of nanoseconds), and they borrow the slot's
+    /// reference instead of taking one. A destroyed handle is never taken from here
+    /// (`Hot::destroyed`); what a slot holds of it is memory only.
+    static RECENT_HANDLES: [RecentHandle; RECENT_SLOTS] =
+        const { [const { RecentHandle(std::cell::RefCell::new(None)) }; RECENT_SLOTS] };
 }
 
 /// The slot of `h` in `RECENT_HANDLES` (Fibonacci hashing: handle values are evenly spaced).
@@ -296,6 +435,49 @@ fn recent_slot(h: u64) -> usize {
 #[cold]
 fn no_plan(call: &str, h: u64) -> Fail {
     Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet: make one first"))
+}
+
+/// An execution's direction, once its kind fits the handle's transform `t` (`desc`: the
+/// handle's descriptor, for the message).
+#[inline(always)]
+fn exec_direction(
+    t: TransformType,
+    desc: impl FnOnce() -> Option<PlanDesc>,
+    kind: ExecKind,
+    call: &str,
+    h: u64,
+    direction: i32,
+) -> Result<Direction, Fail> {
+    if let ExecKind::Typed(want) = kind {
+        if want != t {
+            return Err(wrong_exec(call, h, t, desc(), want));
+        }
+    }
+    if t.is_forward_real() {
+        Ok(Direction::Forward)
+    } else if t.is_inverse_real() {
+        Ok(Direction::Inverse)
+    } else {
+        Direction::from_raw(direction).ok_or_else(|| Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)")))
+    }
+}
+
+#[cold]
+fn wrong_exec(call: &str, h: u64, t: TransformType, desc: Option<PlanDesc>, want: TransformType) -> Fail {
+    let desc = desc.map(|d| d.to_string()).unwrap_or_default();
+    Fail::new(code::INVALID_VALUE, format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"))
+}
+
+/// Refuses a null input or output.
+#[inline(always)]
+fn exec_buffers(input: DevicePtr, output: DevicePtr) -> Result<(), Fail> {
+    if input.is_null() {
+        return Err(Fail::invalid("idata", "null pointer"));
+    }
+    if output.is_null() {
+        return Err(Fail::invalid("odata", "null pointer"));
+    }
+    Ok(())
 }
 
 /// The interposer of one process.
@@ -345,10 +527,9 @@ impl Drop for Engine {
         let handles = std::mem::take(self.handles.get_mut());
         // A thread's `RECENT_HANDLES` may outlive the engine: what it holds lets go now.
         for v in handles.values() {
-            v.destroyed.store(true, Ordering::Release);
-            let mut s = v.settings.lock();
+            v.hot.destroyed.store(true, Ordering::Release);
+            let mut s = v.lock();
             s.resident = None;
-            s.exec_lines = None;
             if s.prepared.take().is_some() {
                 self.prepared.fetch_sub(1, Ordering::Relaxed);
             }
@@ -560,24 +741,42 @@ impl Engine {
         self.sim.as_ref()
     }
 
+    /// Runs `f` on the handle `h` if this thread looked it up lately (`RECENT_HANDLES`),
+    /// borrowing the slot's reference; `None` if it did not.
     #[inline(always)]
-    fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
-        let slot = recent_slot(h);
-        let recent = RECENT_HANDLES.try_with(|r| match &r.borrow()[slot] {
-            Some((e, rh, v)) if *e == self.id && *rh == h && !v.destroyed.load(Ordering::Acquire) => Some(v.clone()),
-            _ => None,
-        });
-        if let Ok(Some(v)) = recent {
-            return Ok(v);
-        }
-        self.lookup_map(h, slot, call)
+    fn with_recent<R>(&self, h: u64, f: impl FnOnce(&Arc<VirtualPlan>) -> R) -> Option<R> {
+        RECENT_HANDLES
+            .try_with(|r| {
+                // Borrowed already only if `f` reached here again (it does not): then the map.
+                let slot = r[recent_slot(h)].0.try_borrow().ok()?;
+                match &*slot {
+                    Some((e, rh, v)) if *e == self.id && *rh == h && !v.hot.destroyed.load(Ordering::Acquire) => Some(f(v)),
+                    _ => None,
+                }
+            })
+            .ok()
+            .flatten()
     }
 
-    /// [`Engine::lookup`] past the thread's recent handles: the map, or the error.
+    #[inline(always)]
+    fn lookup(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
+        match self.with_recent(h, Arc::clone) {
+            Some(v) => Ok(v),
+            None => self.lookup_map(h, call),
+        }
+    }
+
+    /// [`Engine::lookup`] past the thread's recent handles: the map (remembering what it
+    /// found in the thread's slot), or the error.
     #[inline(never)]
-    fn lookup_map(&self, h: u64, slot: usize, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
+    fn lookup_map(&self, h: u64, call: &str) -> Result<Arc<VirtualPlan>, Fail> {
         if let Some(v) = self.handles.read().get(&h).cloned() {
-            let _ = RECENT_HANDLES.try_with(|r| r.borrow_mut()[slot] = Some((self.id, h, v.clone())));
+            let _ = RECENT_HANDLES.try_with(|r| {
+                // A slot borrowed by this thread's call in progress keeps what it holds.
+                if let Ok(mut slot) = r[recent_slot(h)].0.try_borrow_mut() {
+                    *slot = Some((self.id, h, v.clone()));
+                }
+            });
             return Ok(v);
         }
         let issued = self.next.load(Ordering::Relaxed);
@@ -610,26 +809,7 @@ impl Engine {
             return Err(Fail::new(code::ALLOC_FAILED, "no cuFFT handle values left (2^30 handles were created)"));
         }
         let h = self.base() + k * self.step();
-        let v = Arc::new(VirtualPlan {
-            settings: Mutex::new(Settings {
-                desc: None,
-                transform: None,
-                work_size: 0,
-                stream: RawStream::NULL,
-                stream_registered: false,
-                work_area: None,
-                auto_allocation: true,
-                prepared: None,
-                sticky: None,
-                sticky_stream: RawStream::NULL,
-                resident: None,
-                resident_execs: 0,
-                last_stream: RawStream::NULL,
-                real: None,
-                exec_lines: None,
-            }),
-            destroyed: AtomicBool::new(false),
-        });
+        let v = Arc::new(VirtualPlan { hot: Hot::new(), settings: Mutex::new(Settings::new()) });
         let live = {
             let mut map = self.handles.write();
             map.insert(h, v);
@@ -646,11 +826,10 @@ impl Engine {
     pub fn destroy(&self, h: u64, call: &str) -> Result<Option<i64>, Fail> {
         let v = self.handles.write().remove(&h);
         let Some(v) = v else { return Err(self.lookup(h, call).err().unwrap_or_else(|| Fail::new(code::INVALID_PLAN, call))) };
-        v.destroyed.store(true, Ordering::Release);
-        let mut s = v.settings.lock();
+        v.hot.destroyed.store(true, Ordering::Release);
+        let mut s = v.lock();
         s.resident = None;
-        s.exec_lines = None;
-        self.counts.resident_execs.fetch_add(std::mem::take(&mut s.resident_execs), Ordering::Relaxed);
+        self.counts.resident_execs.fetch_add(v.hot.resident_execs.swap(0, Ordering::Relaxed), Ordering::Relaxed);
         let real = s.real.take();
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
@@ -676,7 +855,7 @@ impl Engine {
         make: impl FnOnce(bool) -> Result<i64, Fail>,
     ) -> Result<(RawStream, Option<DevicePtr>), Fail> {
         let v = self.lookup(h, call)?;
-        let mut s = v.settings.lock();
+        let mut s = v.lock();
         if s.real.is_some() || s.desc.is_some() {
             return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} already has a plan")));
         }
@@ -717,7 +896,7 @@ impl Engine {
 
     #[inline(never)]
     fn real_plan_of(&self, h: u64) -> Option<i64> {
-        self.lookup(h, "").ok().and_then(|v| v.settings.lock().real)
+        self.lookup(h, "").ok().and_then(|v| v.lock().real)
     }
 
     /// A handle's own real plan was destroyed: its slot goes back to the ceiling.
@@ -765,14 +944,13 @@ impl Engine {
         let v = self.lookup(h, call)?;
         let desc = self.desc(r)?;
         let work = self.work_size_of(&desc)?;
-        let mut s = v.settings.lock();
+        let mut s = v.lock();
         if s.prepared.take().is_some() {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
         }
         s.desc = Some(desc);
         s.transform = Some(desc.transform);
         s.resident = None;
-        s.exec_lines = None;
         s.work_size = work;
         self.counts.plans.fetch_add(1, Ordering::Relaxed);
         Ok(work)
@@ -800,7 +978,7 @@ impl Engine {
     /// `cufftGetSize`: the work size of the handle's plan.
     pub fn work_size(&self, h: u64, call: &str) -> Result<usize, Fail> {
         let v = self.lookup(h, call)?;
-        let s = v.settings.lock();
+        let s = v.lock();
         if s.desc.is_none() {
             return Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} has no plan yet")));
         }
@@ -808,32 +986,61 @@ impl Engine {
     }
 
     pub fn set_auto_allocation(&self, h: u64, on: bool, call: &str) -> Result<(), Fail> {
-        self.lookup(h, call)?.settings.lock().auto_allocation = on;
+        self.lookup(h, call)?.lock().auto_allocation = on;
         Ok(())
     }
 
 #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
-        let v = self.lookup(h, call)?;
-        let mut s = v.settings.lock();
+        let on = |v: &Arc<VirtualPlan>| {
+            // What the handle has already, on its resident plan: nothing to do.
+            if v.hot.area.load(Ordering::Relaxed) == area.0 && self.goes_direct(v) {
+                v.hot.prefetch();
+                return;
+            }
+            self.set_work_area_locked(v, area);
+        };
+        if self.with_recent(h, on).is_none() {
+            on(&self.lookup_map(h, call)?);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn set_work_area_locked(&self, v: &VirtualPlan, area: DevicePtr) {
+        let mut s = v.lock();
         let area = (!area.is_null()).then_some(area);
         if s.work_area == area && self.settled(&s) {
-            prefetch(&s);
-            return Ok(());
+            v.hot.prefetch();
+            return;
         }
         s.work_area = area;
         self.prepare(&mut s);
         self.bind_ahead(&s, None, s.work_area);
-        Ok(())
     }
 
 #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
-        let v = self.lookup(h, call)?;
-        let mut s = v.settings.lock();
+        let on = |v: &Arc<VirtualPlan>| {
+            // What the handle has already, on its resident plan: nothing to do.
+            if v.hot.stream.load(Ordering::Relaxed) == stream.0 && self.goes_direct(v) {
+                v.hot.prefetch();
+                return;
+            }
+            self.set_stream_locked(v, stream);
+        };
+        if self.with_recent(h, on).is_none() {
+            on(&self.lookup_map(h, call)?);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn set_stream_locked(&self, v: &VirtualPlan, stream: RawStream) {
+        let mut s = v.lock();
         if s.stream == stream && self.settled(&s) {
-            prefetch(&s);
-            return Ok(());
+            v.hot.prefetch();
+            return;
         }
         if s.stream != stream {
             s.stream = stream;
@@ -841,7 +1048,14 @@ impl Engine {
         }
         self.prepare(&mut s);
         self.bind_ahead(&s, Some(stream), None);
-        Ok(())
+    }
+
+    /// Whether the handle's next execution goes straight to its resident plan, as things
+    /// stand: the plan is published (`Hot::direct`) and no release waits to be drained
+    /// (which the locked paths do).
+    #[inline(always)]
+    fn goes_direct(&self, v: &VirtualPlan) -> bool {
+        !v.hot.direct.load(Ordering::Relaxed).is_null() && self.deferred.looks_empty()
     }
 
     /// Whether setting what a handle already has can be skipped: its resident plan serves
@@ -890,7 +1104,6 @@ impl Engine {
         }
         let Some(desc) = s.desc else { return false };
         let Some(r) = self.residents.get(&desc) else { return false };
-        s.exec_lines = Some(r.exec_lines());
         s.resident = Some(r);
         if let Some(l) = s.sticky.take() {
             self.deferred.lock().push((l, s.sticky_stream));
@@ -997,35 +1210,56 @@ impl Engine {
         output: DevicePtr,
         direction: i32,
     ) -> Result<(), Fail> {
-        let v = self.lookup(h, call)?;
-        let mut s = v.settings.lock();
-        prefetch(&s);
-        // The transform, not the descriptor (set together by `make_plan`): the fast path
-        // below reads no line of the descriptor.
-        let Some(t) = s.transform else { return Err(no_plan(call, h)) };
-        if let ExecKind::Typed(want) = kind {
-            if want != t {
-                let desc = s.desc.map(|d| d.to_string()).unwrap_or_default();
-                return Err(Fail::new(
-                    code::INVALID_VALUE,
-                    format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"),
-                ));
+        let on = |v: &Arc<VirtualPlan>| {
+            v.hot.prefetch();
+            match v.hot.direct() {
+                // The fast path: the handle's resident plan with the settings it had when
+                // its lock was let go (see `Settings::direct`); never destroyed, so whether
+                // the stream is capturing changes nothing. Releases waiting to be drained
+                // take the locked path, which drains.
+                Some(r) if self.deferred.looks_empty() => {
+                    // Published with `direct`: a resident plan's handle has its transform.
+                    let t = v.hot.transform().unwrap_or(r.desc().transform);
+                    let direction = exec_direction(t, || Some(*r.desc()), kind, call, h, direction)?;
+                    exec_buffers(input, output)?;
+                    let stream = RawStream(v.hot.stream.load(Ordering::Relaxed));
+                    let area = DevicePtr(v.hot.area.load(Ordering::Relaxed));
+                    // SAFETY: the stream, buffers and work area are the framework's, passed
+                    // to this exec call and to SetStream/SetWorkArea, which the library's
+                    // contract requires to be valid for the transform; the resident lease
+                    // keeps the plan for the engine's life.
+                    unsafe { r.exec(stream, input, output, direction, (!area.is_null()).then_some(area)) }
+                        .map_err(|e| Fail::from_pool(&e))?;
+                    v.hot.resident_execs.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                }
+                _ => self.exec_locked(h, v, kind, call, input, output, direction),
             }
-        }
-        let direction = if t.is_forward_real() {
-            Direction::Forward
-        } else if t.is_inverse_real() {
-            Direction::Inverse
-        } else {
-            Direction::from_raw(direction)
-                .ok_or_else(|| Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)")))?
         };
-        if input.is_null() {
-            return Err(Fail::invalid("idata", "null pointer"));
+        match self.with_recent(h, on) {
+            Some(r) => r,
+            None => on(&self.lookup_map(h, call)?),
         }
-        if output.is_null() {
-            return Err(Fail::invalid("odata", "null pointer"));
-        }
+    }
+
+    /// [`Engine::exec`] under the handle's lock: its first execution on a stream, a plan
+    /// that is not resident, or releases to drain.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn exec_locked(
+        &self,
+        h: u64,
+        v: &VirtualPlan,
+        kind: ExecKind,
+        call: &'static str,
+        input: DevicePtr,
+        output: DevicePtr,
+        direction: i32,
+    ) -> Result<(), Fail> {
+        let mut s = v.lock();
+        let Some(t) = s.transform else { return Err(no_plan(call, h)) };
+        let direction = exec_direction(t, || s.desc, kind, call, h, direction)?;
+        exec_buffers(input, output)?;
         let stream = s.stream;
         if !s.stream_registered {
             if let Some(device) = s.desc.as_ref().map(|d| d.device) {
@@ -1033,26 +1267,17 @@ impl Engine {
                 s.stream_registered = true;
             }
         }
-        // The fast path: the handle's resident plan, never destroyed, so whether the stream
-        // is capturing changes nothing; a caller's area of the size the plan call reported
-        // (or none needed). Releases waiting to be drained take the slow path, which drains.
-        if let Some(r) = &s.resident {
-            let area = match s.work_area {
-                Some(p) if r.work_size() <= s.work_size => Some(Some(p)),
-                None if r.work_size() == 0 => Some(None),
-                _ => None,
-            };
-            if let (Some(area), true, None) = (area, self.deferred.looks_empty(), &s.sticky) {
-                // SAFETY: the stream, buffers and work area are the framework's, passed to
-                // this exec call, which the library's contract requires to be valid for the
-                // transform; the resident lease keeps the plan for the engine's life.
-                unsafe { r.exec(stream, input, output, direction, area) }.map_err(|e| Fail::from_pool(&e))?;
-                s.last_stream = stream;
-                s.resident_execs += 1;
+        // The resident plan, as on the fast path, for an execution that registered its
+        // stream just now (the lock is held: the settings are these).
+        if let Some(r) = s.direct() {
+            if self.deferred.looks_empty() {
+                // SAFETY: as on `exec`'s fast path.
+                unsafe { r.exec(stream, input, output, direction, s.work_area) }.map_err(|e| Fail::from_pool(&e))?;
+                v.hot.resident_execs.fetch_add(1, Ordering::Relaxed);
                 return Ok(());
             }
         }
-        self.exec_slow(h, &v, s, call, stream, input, output, direction)
+        self.exec_slow(h, v, s, call, stream, input, output, direction)
     }
 
     /// [`Engine::exec`] beyond a resident plan: the descriptor itself, a lease from the pool
@@ -1064,7 +1289,7 @@ impl Engine {
         &self,
         h: u64,
         v: &VirtualPlan,
-        mut s: parking_lot::MutexGuard<'_, Settings>,
+        mut s: SettingsGuard<'_>,
         call: &'static str,
         stream: RawStream,
         input: DevicePtr,
@@ -1134,7 +1359,6 @@ impl Engine {
                 ));
             }
         };
-        s.last_stream = stream;
         drop(s);
         // SAFETY: the stream, buffers and work area are the framework's, passed to this exec
         // call, which the library's contract requires to be valid for the transform.
@@ -1152,7 +1376,7 @@ impl Engine {
             // again): only a plan that is never destroyed may run there (see `capture`).
             if self.policy != CapturePolicy::ReleaseOnRun && self.residents.admit(&lease) {
                 self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
-                self.cache_resident(&mut v.settings.lock());
+                self.cache_resident(&mut v.lock());
                 // The resident lease keeps the plan; this one goes at once (an event on the
                 // capturing stream would join the capture).
                 lease.release();
@@ -1191,7 +1415,7 @@ impl Engine {
         if let Area::Arena(b) = area {
             self.arena.give_after(&*self.rt, b, stream);
         }
-        let mut s = v.settings.lock();
+        let mut s = v.lock();
         if self.release_generation.load(Ordering::Acquire) == generation && s.sticky.is_none() {
             self.counts.sticky_uses.fetch_add(1, Ordering::Relaxed);
             s.sticky = Some(lease);
@@ -1236,7 +1460,7 @@ impl Engine {
         self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
         let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
         for v in handles {
-            let Some(mut s) = v.settings.try_lock() else { continue };
+            let Some(mut s) = v.try_lock() else { continue };
             if let Some(lease) = s.sticky.take() {
                 let stream = s.sticky_stream;
                 drop(s);
@@ -1270,7 +1494,7 @@ impl Engine {
     /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
     /// Executions that went straight to a handle's resident plan, all handles so far.
     fn resident_execs(&self) -> u64 {
-        let live: u64 = self.handles.read().values().map(|v| v.settings.lock().resident_execs).sum();
+        let live: u64 = self.handles.read().values().map(|v| v.hot.resident_execs.load(Ordering::Relaxed)).sum();
         self.counts.resident_execs.load(Ordering::Relaxed) + live
     }
 

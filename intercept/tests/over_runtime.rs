@@ -85,3 +85,62 @@ fn a_handle_that_sets_the_stream_it_has_still_executes_there_after_another_handl
     assert_eq!(captured_on_s1(h1), 1, "h1's execution must land in s1's capture");
     e.synchronize().unwrap();
 }
+
+/// A handle whose plan is resident sets the stream and the work area and executes without
+/// its lock (`Hot` in engine.rs): a new stream or area must reach the next execution, and a
+/// destroyed handle must stop there.
+#[test]
+fn a_resident_handle_takes_new_settings_and_its_destroy_on_the_lock_free_path() {
+    use hipfft_pool::{Runtime, SimConfig, SimRuntime};
+    let sim = Arc::new(SimRuntime::new(SimConfig::default()));
+    let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
+    let e = Engine::over_runtime(Flavor::Cufft, config, sim.clone()).unwrap();
+    let h = e.plan(&PlanRequest::basic(0x29, &[256], 1).unwrap(), "cufftPlan1d").unwrap(); // C2C
+    let work = e.work_size(h, "cufftGetSize").unwrap();
+    assert!(work > 0, "the test needs a plan with a work area");
+    let (a, b) = (sim.malloc(work).unwrap(), sim.malloc(work).unwrap());
+    let buf = sim.malloc(256 * 8).unwrap();
+    let (s1, s2) = (e.stream_create().unwrap(), e.stream_create().unwrap());
+    let exec = || e.exec(h, ExecKind::Xt, "cufftXtExec", buf, buf, -1);
+    let captured_on = |s| {
+        sim.begin_capture(s).unwrap();
+        let r = exec();
+        (r, sim.end_capture(s).unwrap().len())
+    };
+    e.set_work_area(h, a, "cufftSetWorkArea").unwrap();
+    e.set_stream(h, s1, "cufftSetStream").unwrap();
+    // Captured once, the plan becomes resident; then executions go straight to it.
+    assert_eq!(captured_on(s1), (Ok(()), 1));
+    for _ in 0..3 {
+        e.set_stream(h, s1, "cufftSetStream").unwrap();
+        e.set_work_area(h, a, "cufftSetWorkArea").unwrap();
+        exec().unwrap();
+    }
+    let direct = |e: &Engine| serde_json::from_str::<serde_json::Value>(&e.metrics_json()).unwrap()["resident_execs"].as_u64().unwrap();
+    assert!(direct(&e) >= 3, "the executions went to the resident plan");
+    // A new area, the old one freed: ground truth from the simulated runtime, which checks
+    // every area a plan is given: the next execution (straight to the resident plan) used
+    // the new one. Then a new stream: the execution lands in s2's capture (on s1 it would
+    // have run at once).
+    e.synchronize().unwrap();
+    e.set_work_area(h, b, "cufftSetWorkArea").unwrap();
+    // SAFETY: no work uses `a` any more (synchronized), and the handle was given `b`.
+    unsafe { sim.free(a) }.unwrap();
+    let before = direct(&e);
+    exec().unwrap();
+    assert_eq!(direct(&e), before + 1, "still straight to the resident plan");
+    e.synchronize().unwrap();
+    assert_eq!(sim.violations(), Vec::<String>::new());
+    e.set_stream(h, s2, "cufftSetStream").unwrap();
+    assert_eq!(captured_on(s2), (Ok(()), 1), "the execution must land in s2's capture");
+    exec().unwrap();
+    e.synchronize().unwrap();
+    assert_eq!(sim.violations(), Vec::<String>::new());
+    // Destroyed, the handle is refused on the path that never takes its lock.
+    e.destroy(h, "cufftDestroy").unwrap();
+    let err = exec().unwrap_err();
+    assert_eq!(err.code, hipfft_pool_intercept::code::INVALID_PLAN);
+    assert!(err.message.contains("was destroyed"), "{}", err.message);
+    let err = e.set_stream(h, s1, "cufftSetStream").unwrap_err();
+    assert!(err.message.contains("was destroyed"), "{}", err.message);
+}

@@ -889,6 +889,39 @@ impl ExecLines {
         }
         crate::observe::watchdog::prefetch_this_thread(prefetch_line);
     }
+
+    /// The addresses as numbers, for a host that keeps them where an `ExecLines` cannot go
+    /// (atomics that other threads read without a lock).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{ExecLines, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[256], 1))?;
+    /// let kept = lease.exec_lines().addresses();
+    /// assert_eq!(ExecLines::from_addresses(kept), lease.exec_lines());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    #[inline]
+    pub fn addresses(&self) -> [usize; 8] {
+        self.0
+    }
+
+    /// Lines from addresses kept apart ([`ExecLines::addresses`]). Any numbers at all are
+    /// safe: a prefetch never reads through them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// hipfft_pool::ExecLines::from_addresses([0; 8]).prefetch(); // a hint, never a fault
+    /// ```
+    #[inline]
+    pub fn from_addresses(addresses: [usize; 8]) -> ExecLines {
+        ExecLines(addresses)
+    }
 }
 
 /// A prefetch hint for the line at `p`.
