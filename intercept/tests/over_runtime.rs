@@ -144,3 +144,52 @@ fn a_resident_handle_takes_new_settings_and_its_destroy_on_the_lock_free_path() 
     let err = e.set_stream(h, s1, "cufftSetStream").unwrap_err();
     assert!(err.message.contains("was destroyed"), "{}", err.message);
 }
+
+/// Handles of one descriptor share its resident plan; on the lock-free path each thread's
+/// execution still sets the plan's stream and area and executes as one step (the plan's
+/// exec lock), whatever the other threads do. Ground truth: the simulated runtime logs any
+/// interleaving of set-stream, set-work-area and exec on a plan, and any execution that runs
+/// where it was not asked to.
+#[test]
+fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_settings() {
+    use hipfft_pool::{Runtime, SimConfig, SimRuntime};
+    const THREADS: usize = 4;
+    let sim = Arc::new(SimRuntime::new(SimConfig::default()));
+    let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
+    let e = Engine::over_runtime(Flavor::Cufft, config, sim.clone()).unwrap();
+    let req = PlanRequest::basic(0x29, &[256], 1).unwrap(); // C2C
+    let handles: Vec<u64> = (0..THREADS).map(|_| e.plan(&req, "cufftPlan1d").unwrap()).collect();
+    let work = e.work_size(handles[0], "cufftGetSize").unwrap();
+    // The first handle's captured execution makes the plan resident for all of them.
+    let s0 = e.stream_create().unwrap();
+    let a0 = sim.malloc(work).unwrap();
+    let b0 = sim.malloc(256 * 8).unwrap();
+    e.set_stream(handles[0], s0, "cufftSetStream").unwrap();
+    e.set_work_area(handles[0], a0, "cufftSetWorkArea").unwrap();
+    sim.begin_capture(s0).unwrap();
+    e.exec(handles[0], ExecKind::Xt, "cufftXtExec", b0, b0, -1).unwrap();
+    assert_eq!(sim.end_capture(s0).unwrap().len(), 1);
+    let before = serde_json::from_str::<serde_json::Value>(&e.metrics_json()).unwrap()["resident_execs"].as_u64().unwrap();
+    std::thread::scope(|scope| {
+        for &h in &handles {
+            let (e, sim) = (&e, &sim);
+            scope.spawn(move || {
+                let stream = e.stream_create().unwrap();
+                let area = sim.malloc(work).unwrap();
+                let buf = sim.malloc(256 * 8).unwrap();
+                for _ in 0..200 {
+                    e.set_stream(h, stream, "cufftSetStream").unwrap();
+                    e.set_work_area(h, area, "cufftSetWorkArea").unwrap();
+                    e.exec(h, ExecKind::Xt, "cufftXtExec", buf, buf, -1).unwrap();
+                }
+            });
+        }
+    });
+    e.synchronize().unwrap();
+    let after = serde_json::from_str::<serde_json::Value>(&e.metrics_json()).unwrap()["resident_execs"].as_u64().unwrap();
+    // Nearly all went to the resident plan (a thread's first execution on its stream locks).
+    assert!(after - before >= (THREADS * 199) as u64, "{before} -> {after}");
+    assert_eq!(sim.violations(), Vec::<String>::new());
+    // One real plan served every execution.
+    assert_eq!(sim.created_total(), 1);
+}
