@@ -992,18 +992,7 @@ impl Engine {
 
 #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
-        let on = |v: &Arc<VirtualPlan>| {
-            // What the handle has already, on its resident plan: nothing to do.
-            if v.hot.area.load(Ordering::Relaxed) == area.0 && self.goes_direct(v) {
-                v.hot.prefetch();
-                return;
-            }
-            self.set_work_area_locked(v, area);
-        };
-        if self.with_recent(h, on).is_none() {
-            on(&self.lookup_map(h, call)?);
-        }
-        Ok(())
+        self.set_setting(h, call, |hot| hot.area.load(Ordering::Relaxed) == area.0, |v| self.set_work_area_locked(v, area))
     }
 
     #[inline(never)]
@@ -1021,18 +1010,7 @@ impl Engine {
 
 #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
     pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
-        let on = |v: &Arc<VirtualPlan>| {
-            // What the handle has already, on its resident plan: nothing to do.
-            if v.hot.stream.load(Ordering::Relaxed) == stream.0 && self.goes_direct(v) {
-                v.hot.prefetch();
-                return;
-            }
-            self.set_stream_locked(v, stream);
-        };
-        if self.with_recent(h, on).is_none() {
-            on(&self.lookup_map(h, call)?);
-        }
-        Ok(())
+        self.set_setting(h, call, |hot| hot.stream.load(Ordering::Relaxed) == stream.0, |v| self.set_stream_locked(v, stream))
     }
 
     #[inline(never)]
@@ -1048,6 +1026,24 @@ impl Engine {
         }
         self.prepare(&mut s);
         self.bind_ahead(&s, Some(stream), None);
+    }
+
+    /// Set-stream and set-work-area: nothing to do when the handle's published line holds
+    /// the value already (`has`) and its plan is resident; else `locked` sets it under the
+    /// handle's lock.
+    #[inline(always)]
+    fn set_setting(&self, h: u64, call: &str, has: impl Fn(&Hot) -> bool + Copy, locked: impl Fn(&VirtualPlan) + Copy) -> Result<(), Fail> {
+        let on = |v: &Arc<VirtualPlan>| {
+            if has(&v.hot) && self.goes_direct(v) {
+                v.hot.prefetch();
+                return;
+            }
+            locked(v);
+        };
+        if self.with_recent(h, on).is_none() {
+            on(&self.lookup_map(h, call)?);
+        }
+        Ok(())
     }
 
     /// Whether the handle's next execution goes straight to its resident plan, as things
