@@ -153,7 +153,7 @@ fn a_resident_handle_takes_new_settings_and_its_destroy_on_the_lock_free_path() 
 #[test]
 fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_settings() {
     use hipfft_pool::{Runtime, SimConfig, SimRuntime};
-    const THREADS: usize = 4;
+    const THREADS: usize = 8;
     let sim = Arc::new(SimRuntime::new(SimConfig::default()));
     let config = PoolConfig::builder().capacity(8).private_ceiling(8).build().unwrap();
     let e = Engine::over_runtime(Flavor::Cufft, config, sim.clone()).unwrap();
@@ -177,7 +177,7 @@ fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_set
                 let stream = e.stream_create().unwrap();
                 let area = sim.malloc(work).unwrap();
                 let buf = sim.malloc(256 * 8).unwrap();
-                for _ in 0..200 {
+                for _ in 0..2000 {
                     e.set_stream(h, stream, "cufftSetStream").unwrap();
                     e.set_work_area(h, area, "cufftSetWorkArea").unwrap();
                     e.exec(h, ExecKind::Xt, "cufftXtExec", buf, buf, -1).unwrap();
@@ -188,8 +188,10 @@ fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_set
     e.synchronize().unwrap();
     let after = serde_json::from_str::<serde_json::Value>(&e.metrics_json()).unwrap()["resident_execs"].as_u64().unwrap();
     // Nearly all went to the resident plan (a thread's first execution on its stream locks).
-    assert!(after - before >= (THREADS * 199) as u64, "{before} -> {after}");
-    assert_eq!(sim.violations(), Vec::<String>::new());
+    assert!(after - before >= (THREADS * 1999) as u64, "{before} -> {after}");
+    // (Without the plan's exec lock in `Lease::enqueue`, this log fills: checked by hand.)
+    let misuse = sim.violations();
+    assert!(misuse.is_empty(), "{} misuses, the first: {:?}", misuse.len(), misuse.first());
     // One real plan served every execution.
     assert_eq!(sim.created_total(), 1);
 }
