@@ -747,7 +747,8 @@ impl Engine {
     fn with_recent<R>(&self, h: u64, f: impl FnOnce(&Arc<VirtualPlan>) -> R) -> Option<R> {
         RECENT_HANDLES
             .try_with(|r| {
-                // Borrowed already only if `f` reached here again (it does not): then the map.
+                // Fails only while this thread writes the slot (`lookup_map`, which looks no
+                // handle up meanwhile): then the map answers.
                 let slot = r[recent_slot(h)].0.try_borrow().ok()?;
                 match &*slot {
                     Some((e, rh, v)) if *e == self.id && *rh == h && !v.hot.destroyed.load(Ordering::Acquire) => Some(f(v)),
