@@ -50,3 +50,34 @@ if old:
     for name, a, b in (("old / native", old, nat), ("this build / old", pool, old)):
         bo = sorted(hl([rng.choice(a) for _ in a], [rng.choice(b) for _ in b]) for _ in range(400))
         print(f"  {name}: Hodges-Lehmann ratio {hl(a, b):.3f} (90% bootstrap interval {bo[20]:.3f} to {bo[379]:.3f}), {len(old)} old processes")
+
+# The interposer's own host time under MLX (HFP_HOST_PROFILE=1 in mlx-pairs-device.sh): per
+# arm, per export, the median over processes of the own (outside the real libraries) ns per
+# call, and the three per-transform exports' sum against that process's us per call.
+for who in ("pool", "old"):
+    prof = {}
+    for k, folder in enumerate(sys.argv[1:]):
+        for f in glob.glob(os.path.join(folder, who + "-*.metrics.json")):
+            hp = json.load(open(f)).get("host_profile")
+            i = int(os.path.basename(f).split("-")[1].split(".")[0])
+            if hp and (who, (k, i)) in val:
+                prof[(k, i)] = (hp, val[(who, (k, i))])
+    if not prof:
+        continue
+    names = sorted({n for hp, _ in prof.values() for n in hp if not n.startswith("library:")})
+    print(f"  host profile, {who}: {len(prof)} processes, median own ns per call (median library ns)")
+    for n in names:
+        own = [hp[n]["own_ns_per_call"] for hp, _ in prof.values() if n in hp]
+        lib = [hp[n]["library_ns_per_call"] for hp, _ in prof.values() if n in hp]
+        calls = [hp[n]["calls"] for hp, _ in prof.values() if n in hp]
+        print(f"    {n:<22} own {st.median(own):7.1f}  library {st.median(lib):7.1f}  calls {st.median(calls):.0f}")
+    per = ("cufftSetStream", "cufftSetWorkArea", "cufftXtExec")
+    shares = []
+    for hp, us in prof.values():
+        if all(n in hp for n in per):
+            execs = hp["cufftXtExec"]["calls"]
+            own = sum(hp[n]["own_ns_per_call"] * hp[n]["calls"] for n in per) / execs
+            shares.append((own, own / (us * 1000)))
+    if shares:
+        print(f"    own ns per transform (the three exports): median {st.median(s for s, _ in shares):.0f}, "
+              f"{100 * st.median(f for _, f in shares):.1f}% of the process's us per call (profiled: the clock reads add to both)")

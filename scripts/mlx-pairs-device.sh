@@ -11,6 +11,8 @@
 #     8 CPUs of 8 distinct physical cores (no two hyperthread siblings), from 4 up.
 #   HFP_OLD_LIB: another build of the interposer (an absolute path): each pair becomes a
 #     triple, native, this build (`pool`) and that one (`old`), in an order that rotates.
+#   HFP_HOST_PROFILE=1: the interposed processes run with HIPFFT_POOL_HOST_PROFILE=1 (the
+#     interposer's own time per export, in their metrics JSON; mlx-pair-stats.py prints it).
 #   Each process's JSON lists its threads (CPU last run on, CPU time, switches);
 #   topology.txt has the machine's sibling lists.
 set -u
@@ -46,7 +48,8 @@ one() {
   local who=$1 i=$2 pre=()
   local lib=$b/lib/libhipfft_pool_cufft.so
   [ "$who" = old ] && lib=$HFP_OLD_LIB
-  [ "$who" != native ] && pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json")
+  [ "$who" != native ] && pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json"
+    HIPFFT_POOL_HOST_PROFILE="${HFP_HOST_PROFILE:-0}")
   env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "$cpus" python3 "$b/mlx_cycle_bench.py" \
     --shapes "$b/probe-shapes.json" --cycles 600 --warmup 40 --json "$out/$who-$i.json" > "$out/$who-$i.txt" 2>&1
   echo "$who $i rc=$? $(python3 -c "import json;print(json.load(open('$out/$who-$i.json'))['us_per_call_median'])" 2>/dev/null)"
