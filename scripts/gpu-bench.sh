@@ -64,7 +64,9 @@ commit=$(git rev-parse --short HEAD)
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "${commit}${dirty}" > "$dest/COMMIT"
 # The shim exports must be there (a non-cuda shim would run the sim, not cuFFT).
-if ! strings "$dest/lib/libhip_shim.so" | grep -q 'cufftCreate'; then
+# (grep reads a process substitution: with pipefail, `strings | grep -q` fails whenever grep
+# stops reading early and strings dies of SIGPIPE.)
+if ! grep -q 'cufftCreate' <(strings "$dest/lib/libhip_shim.so"); then
   echo "gpu-bench: warning: the staged hip-shim does not look like a --features cuda build" >&2
 fi
 

@@ -8,7 +8,7 @@ val = {}
 for k, folder in enumerate(sys.argv[1:]):
     for f in glob.glob(os.path.join(folder, "*-*.json")):
         b = os.path.basename(f)
-        if "metrics" in b: continue
+        if "metrics" in b or "counts" in b: continue
         who, i = b[:-5].split("-")
         val[(who, (k, int(i)))] = json.load(open(f))["us_per_call_median"]
 ids = sorted(i for (w, i) in val if w == "native" and ("pool", i) in val)
@@ -44,12 +44,29 @@ rng = random.Random(1)
 boots = sorted(hl([rng.choice(pool) for _ in pool], [rng.choice(nat) for _ in nat]) for _ in range(400))
 print(f"  Hodges-Lehmann ratio {est:.3f} (90% bootstrap interval {boots[20]:.3f} to {boots[379]:.3f})")
 
-# A third arm (HFP_OLD_LIB in mlx-pairs-device.sh): another build, against native and this one.
-old = [v for (w, _), v in val.items() if w == "old"]
-if old:
-    for name, a, b in (("old / native", old, nat), ("this build / old", pool, old)):
+# More arms (mlx-pairs-device.sh): `old`, another build of the interposer (HFP_OLD_LIB), and
+# `fwd`, the forward-only preload (HFP_FWD=1), each against native and against this build. A
+# `fwd` process whose counts file is missing or shows no execution did not go through the
+# preload: it is left out, and said.
+for arm, label in (("old", "old"), ("fwd", "forward-only preload")):
+    keys = [k for (w, k) in val if w == arm]
+    if arm == "fwd":
+        def went_through(k):
+            f = os.path.join(sys.argv[1:][k[0]], f"fwd-{k[1]}.counts.json")
+            try:
+                return json.load(open(f)).get("cufftXtExec", 0) > 0
+            except (OSError, ValueError):
+                return False
+        bad = [k for k in keys if not went_through(k)]
+        if bad:
+            print(f"  {len(bad)} fwd processes left out: no executions counted through the preload ({bad[:5]})")
+        keys = [k for k in keys if k not in bad]
+    other = [val[(arm, k)] for k in keys]
+    if not other:
+        continue
+    for name, a, b in ((f"{label} / native", other, nat), (f"this build / {label}", pool, other)):
         bo = sorted(hl([rng.choice(a) for _ in a], [rng.choice(b) for _ in b]) for _ in range(400))
-        print(f"  {name}: Hodges-Lehmann ratio {hl(a, b):.3f} (90% bootstrap interval {bo[20]:.3f} to {bo[379]:.3f}), {len(old)} old processes")
+        print(f"  {name}: Hodges-Lehmann ratio {hl(a, b):.3f} (90% bootstrap interval {bo[20]:.3f} to {bo[379]:.3f}), {len(other)} {arm} processes")
 
 # The interposer's own host time under MLX (HFP_HOST_PROFILE=1 in mlx-pairs-device.sh): per
 # arm, per export, the median over processes of the own (outside the real libraries) ns per

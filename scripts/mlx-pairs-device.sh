@@ -9,8 +9,12 @@
 #   DEADLINE_S: no pair starts after this many seconds (the device's per-call limit).
 #   CPUS: the cores every process is pinned to (taskset list, default 4-11), or `percore`:
 #     8 CPUs of 8 distinct physical cores (no two hyperthread siblings), from 4 up.
-#   HFP_OLD_LIB: another build of the interposer (an absolute path): each pair becomes a
-#     triple, native, this build (`pool`) and that one (`old`), in an order that rotates.
+#   HFP_OLD_LIB: another build of the interposer (an absolute path): one more arm, `old`.
+#   HFP_FWD=1: one more arm, `fwd`: MLX through scripts/probes/forward_preload.c (built here
+#     with gcc), which only forwards and counts MLX's three per-transform calls: what any
+#     interposer's hop costs, against which the pool's own path is measured.
+#   With more arms than native and `pool`, each round runs every arm once, in an order that
+#   rotates by one each round.
 #   HFP_HOST_PROFILE=1: the interposed processes run with HIPFFT_POOL_HOST_PROFILE=1 (the
 #     interposer's own time per export, in their metrics JSON; mlx-pair-stats.py prints it).
 #   Each process's JSON lists its threads (CPU last run on, CPU time, switches);
@@ -48,20 +52,27 @@ one() {
   local who=$1 i=$2 pre=()
   local lib=$b/lib/libhipfft_pool_cufft.so
   [ "$who" = old ] && lib=$HFP_OLD_LIB
-  [ "$who" != native ] && pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json"
-    HIPFFT_POOL_HOST_PROFILE="${HFP_HOST_PROFILE:-0}")
+  case $who in
+    native) ;;
+    fwd) pre=(LD_PRELOAD="$fwd_lib" FORWARD_COUNTS_OUT="$out/$who-$i.counts.json") ;;
+    *) pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json"
+      HIPFFT_POOL_HOST_PROFILE="${HFP_HOST_PROFILE:-0}") ;;
+  esac
   env MLX_CUDA_FFT_CACHE_SIZE=128 "${pre[@]}" timeout 60 taskset -c "$cpus" python3 "$b/mlx_cycle_bench.py" \
     --shapes "$b/probe-shapes.json" --cycles 600 --warmup 40 --json "$out/$who-$i.json" > "$out/$who-$i.txt" 2>&1
   echo "$who $i rc=$? $(python3 -c "import json;print(json.load(open('$out/$who-$i.json'))['us_per_call_median'])" 2>/dev/null)"
 }
+arms=(native pool)
+[ -n "${HFP_OLD_LIB:-}" ] && arms+=(old)
+fwd_lib=
+if [ "${HFP_FWD:-0}" = 1 ]; then
+  fwd_lib=$out/forward_preload.so
+  gcc -O2 -shared -fPIC -o "$fwd_lib" "$(dirname "$0")/probes/forward_preload.c" -ldl || { echo "HFP_FWD: gcc failed" >&2; exit 1; }
+  arms+=(fwd)
+fi
 for i in $(seq 1 "${PAIRS:-40}"); do
   [ "$SECONDS" -lt "${DEADLINE_S:-100000}" ] || { echo "deadline: stopped before pair $i"; break; }
-  if [ -n "${HFP_OLD_LIB:-}" ]; then
-    case $((i % 3)) in
-      1) one native "$i"; one pool "$i"; one old "$i" ;;
-      2) one pool "$i"; one old "$i"; one native "$i" ;;
-      0) one old "$i"; one native "$i"; one pool "$i" ;;
-    esac
-  elif [ $((i % 2)) = 1 ]; then one native "$i"; one pool "$i"; else one pool "$i"; one native "$i"; fi
+  n=${#arms[@]}
+  for k in $(seq 0 $((n - 1))); do one "${arms[$(((i - 1 + k) % n))]}" "$i"; done
 done > "$out/pairs.txt"
 cat "$out/pairs.txt"
