@@ -45,21 +45,23 @@ boots = sorted(hl([rng.choice(pool) for _ in pool], [rng.choice(nat) for _ in na
 print(f"  Hodges-Lehmann ratio {est:.3f} (90% bootstrap interval {boots[20]:.3f} to {boots[379]:.3f})")
 
 # More arms (mlx-pairs-device.sh): `old`, another build of the interposer (HFP_OLD_LIB), and
-# `fwd`, the forward-only preload (HFP_FWD=1), each against native and against this build. A
-# `fwd` process whose counts file is missing or shows no execution did not go through the
-# preload: it is left out, and said.
-for arm, label in (("old", "old"), ("fwd", "forward-only preload")):
+# (HFP_FWD=1) `fwd`, the forward-only preload, and `empty`, a preload that defines nothing,
+# each against native and against this build. A `fwd` process whose counts file is missing or
+# counts no execution did not go through the preload, nor an `empty` one whose file does not
+# name a python process: they are left out, and said.
+def went_through(arm, k):
+    f = os.path.join(sys.argv[1:][k[0]], f"{arm}-{k[1]}.counts.json")
+    try:
+        c = json.load(open(f))
+    except (OSError, ValueError):
+        return False
+    return c.get("cufftXtExec", 0) > 0 if arm == "fwd" else c.get("process", "").startswith("python")
+for arm, label in (("old", "old"), ("fwd", "forward-only preload"), ("empty", "empty preload")):
     keys = [k for (w, k) in val if w == arm]
-    if arm == "fwd":
-        def went_through(k):
-            f = os.path.join(sys.argv[1:][k[0]], f"fwd-{k[1]}.counts.json")
-            try:
-                return json.load(open(f)).get("cufftXtExec", 0) > 0
-            except (OSError, ValueError):
-                return False
-        bad = [k for k in keys if not went_through(k)]
+    if arm in ("fwd", "empty"):
+        bad = [k for k in keys if not went_through(arm, k)]
         if bad:
-            print(f"  {len(bad)} fwd processes left out: no executions counted through the preload ({bad[:5]})")
+            print(f"  {len(bad)} {arm} processes left out: the preload did not serve them ({bad[:5]})")
         keys = [k for k in keys if k not in bad]
     other = [val[(arm, k)] for k in keys]
     if not other:

@@ -10,9 +10,10 @@
 #   CPUS: the cores every process is pinned to (taskset list, default 4-11), or `percore`:
 #     8 CPUs of 8 distinct physical cores (no two hyperthread siblings), from 4 up.
 #   HFP_OLD_LIB: another build of the interposer (an absolute path): one more arm, `old`.
-#   HFP_FWD=1: one more arm, `fwd`: MLX through scripts/probes/forward_preload.c (built here
-#     with gcc), which only forwards and counts MLX's three per-transform calls: what any
-#     interposer's hop costs, against which the pool's own path is measured.
+#   HFP_FWD=1: two more arms from scripts/probes/forward_preload.c (built here with gcc):
+#     `fwd`, MLX through a preload that only forwards and counts its three per-transform calls
+#     (what any interposer's hop costs, against which the pool's own path is measured), and
+#     `empty`, the same library defining none of them (what being preloaded costs).
 #   With more arms than native and `pool`, each round runs every arm once, in an order that
 #   rotates by one each round.
 #   HFP_HOST_PROFILE=1: the interposed processes run with HIPFFT_POOL_HOST_PROFILE=1 (the
@@ -54,7 +55,7 @@ one() {
   [ "$who" = old ] && lib=$HFP_OLD_LIB
   case $who in
     native) ;;
-    fwd) pre=(LD_PRELOAD="$fwd_lib" FORWARD_COUNTS_OUT="$out/$who-$i.counts.json") ;;
+    fwd | empty) pre=(LD_PRELOAD="$out/$who.so" FORWARD_COUNTS_OUT="$out/$who-$i.counts.json") ;;
     *) pre=(LD_PRELOAD="$lib" HIPFFT_POOL_LIVE_CEILING=128 HIPFFT_POOL_CAPACITY=128 HIPFFT_POOL_METRICS_OUT="$out/$who-$i.metrics.json"
       HIPFFT_POOL_HOST_PROFILE="${HFP_HOST_PROFILE:-0}") ;;
   esac
@@ -64,11 +65,11 @@ one() {
 }
 arms=(native pool)
 [ -n "${HFP_OLD_LIB:-}" ] && arms+=(old)
-fwd_lib=
 if [ "${HFP_FWD:-0}" = 1 ]; then
-  fwd_lib=$out/forward_preload.so
-  gcc -O2 -shared -fPIC -o "$fwd_lib" "$(dirname "$0")/probes/forward_preload.c" -ldl || { echo "HFP_FWD: gcc failed" >&2; exit 1; }
-  arms+=(fwd)
+  src=$(dirname "$0")/probes/forward_preload.c
+  { gcc -O2 -shared -fPIC -o "$out/fwd.so" "$src" -ldl && gcc -O2 -shared -fPIC -DFORWARD_NOTHING -o "$out/empty.so" "$src" -ldl; } ||
+    { echo "HFP_FWD: gcc failed" >&2; exit 1; }
+  arms+=(fwd empty)
 fi
 for i in $(seq 1 "${PAIRS:-40}"); do
   [ "$SECONDS" -lt "${DEADLINE_S:-100000}" ] || { echo "deadline: stopped before pair $i"; break; }
