@@ -458,8 +458,14 @@ fn exec_direction(
     } else if t.is_inverse_real() {
         Ok(Direction::Inverse)
     } else {
-        Direction::from_raw(direction).ok_or_else(|| Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)")))
+        Direction::from_raw(direction).ok_or_else(|| bad_direction(direction))
     }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_direction(direction: i32) -> Fail {
+    Fail::invalid("direction", format!("{direction}: must be -1 (forward) or +1 (inverse)"))
 }
 
 #[cold]
@@ -472,12 +478,18 @@ fn wrong_exec(call: &str, h: u64, t: TransformType, desc: Option<PlanDesc>, want
 #[inline(always)]
 fn exec_buffers(input: DevicePtr, output: DevicePtr) -> Result<(), Fail> {
     if input.is_null() {
-        return Err(Fail::invalid("idata", "null pointer"));
+        return Err(null_buffer("idata"));
     }
     if output.is_null() {
-        return Err(Fail::invalid("odata", "null pointer"));
+        return Err(null_buffer("odata"));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn null_buffer(argument: &str) -> Fail {
+    Fail::invalid(argument, "null pointer")
 }
 
 /// The interposer of one process.

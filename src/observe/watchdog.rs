@@ -277,6 +277,23 @@ impl Drop for CallGuard<'_> {
         let call = match self.at {
             // SAFETY: see `Registered::Thread`.
             Registered::Slot(mine) => unsafe { &*mine }.slot.leave(),
+            _ => self.leave_elsewhere(),
+        };
+        if let Some(c) = call
+            && c.reported
+        {
+            returned_after_stall(&c);
+        }
+    }
+}
+
+impl CallGuard<'_> {
+    /// Ends a call registered in its thread's list or the slab (see `Watchdog::enter_slab`).
+    #[cold]
+    #[inline(never)]
+    fn leave_elsewhere(&self) -> Option<Call> {
+        match self.at {
+            Registered::Slot(_) => None,
             Registered::Thread(mine, slot) => {
                 // SAFETY: see `Registered::Thread`.
                 let mine = unsafe { &*mine };
@@ -293,15 +310,17 @@ impl Drop for CallGuard<'_> {
                 slab.free.push(slot);
                 call
             }
-        };
-        if let Some(c) = call
-            && c.reported
-        {
-            // SAFETY: the guard borrows the descriptor (`_desc`).
-            let desc = unsafe { &*c.desc };
-            tracing::warn!(call = c.kind.api_name(), desc = %desc, "a stalled call returned");
         }
     }
+}
+
+/// A call reported as stalled has returned: said once, out of the hot path.
+#[cold]
+#[inline(never)]
+fn returned_after_stall(c: &Call) {
+    // SAFETY: called from the guard's drop, which borrows the descriptor (`_desc`).
+    let desc = unsafe { &*c.desc };
+    tracing::warn!(call = c.kind.api_name(), desc = %desc, "a stalled call returned");
 }
 
 impl Watchdog {
@@ -323,15 +342,20 @@ impl Watchdog {
         #[cfg(not(loom))]
         let call = match MINE.try_with(|mine| match mine.slot.enter(call) {
             Ok(_) => Registered::Slot(Arc::as_ptr(mine)),
-            Err(call) => {
-                let mut calls = mine.calls.lock();
-                calls.push(Some(call));
-                Registered::Thread(Arc::as_ptr(mine), calls.len() - 1)
-            }
+            Err(call) => enter_nested(mine, call),
         }) {
             Ok(at) => return CallGuard { dog: self, at, _desc: std::marker::PhantomData },
             Err(_) => call,
         };
+        self.enter_slab(call)
+    }
+
+    /// [`Watchdog::enter`] where the thread's list cannot be reached. Out of line, as are
+    /// the nested call's and a reported call's paths: what every execution runs stays on
+    /// few instruction lines (docs/design.md, "The hot path's code").
+    #[cold]
+    #[inline(never)]
+    fn enter_slab(&self, call: Call) -> CallGuard<'_> {
         let thread: Arc<str> = format!("{:?}", std::thread::current().id()).into();
         let mut slab = self.slab.lock();
         let slot = match slab.free.pop() {
@@ -346,7 +370,19 @@ impl Watchdog {
         };
         CallGuard { dog: self, at: Registered::Slab(slot), _desc: std::marker::PhantomData }
     }
+}
 
+/// A call made while the thread's slot holds another (a nested one): the thread's list.
+#[cfg_attr(loom, allow(dead_code))]
+#[cold]
+#[inline(never)]
+fn enter_nested(mine: &Arc<ThreadCalls>, call: Call) -> Registered {
+    let mut calls = mine.calls.lock();
+    calls.push(Some(call));
+    Registered::Thread(Arc::as_ptr(mine), calls.len() - 1)
+}
+
+impl Watchdog {
     /// Runs `f` on each call registered with this watchdog and the name of its thread,
     /// under the lock of the list holding it.
     fn each_call(&self, mut f: impl FnMut(&mut Call, &str)) {

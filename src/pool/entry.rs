@@ -70,7 +70,14 @@ impl Core {
     /// Runs `f` with `device` current ([`with_device`]); at once on a one-device runtime.
     #[inline]
     pub(crate) fn on_device<T>(&self, device: i32, f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
-        if self.one_device { f() } else { with_device(&*self.runtime, device, f) }
+        if self.one_device { f() } else { self.on_other_device(device, f) }
+    }
+
+    /// [`Core::on_device`] on a machine of several devices: out of line, so that the
+    /// one-device path's instructions stay few.
+    #[inline(never)]
+    fn on_other_device<T>(&self, device: i32, f: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+        with_device(&*self.runtime, device, f)
     }
 
     /// A stream was seen capturing a graph (see `capture_seen`).

@@ -274,20 +274,17 @@ impl Lease {
     ) -> Result<Option<DevicePtr>> {
         let e = &*self.entry;
         if input.is_null() {
-            return Err(Error::invalid_argument("input", "null device pointer"));
+            return Err(null_device_pointer("input"));
         }
         if output.is_null() {
-            return Err(Error::invalid_argument("output", "null device pointer"));
+            return Err(null_device_pointer("output"));
         }
         check_direction(e.desc.transform, direction)?;
         match work_area.filter(|p| !p.is_null()) {
             Some(p) if e.work_size > 0 => Ok(Some(p)),
             // A zero-size plan needs no area: do not call SetWorkArea at all.
             _ if e.work_size == 0 || e.auto_allocation => Ok(None),
-            _ => Err(Error::invalid_argument(
-                "work_area",
-                format!("null, but the plan needs a work area of {} bytes", e.work_size),
-            )),
+            _ => Err(no_work_area(e.work_size)),
         }
     }
 
@@ -675,14 +672,31 @@ fn check_direction(t: TransformType, d: Direction) -> Result<()> {
     } else {
         return Ok(());
     };
-    if d == want {
-        Ok(())
-    } else {
-        Err(Error::invalid_argument(
-            "direction",
-            format!("{} for {t}, which is always {}", d.raw(), if want == Direction::Forward { "forward (-1)" } else { "inverse (+1)" }),
-        ))
-    }
+    if d == want { Ok(()) } else { Err(wrong_direction(t, d, want)) }
+}
+
+// The errors of an execution's checks, out of line: the per-transform path's instructions
+// stay on few cache lines, which a framework's own work between two calls evicts
+// (docs/design.md, "The hot path's code").
+#[cold]
+#[inline(never)]
+fn wrong_direction(t: TransformType, d: Direction, want: Direction) -> Error {
+    Error::invalid_argument(
+        "direction",
+        format!("{} for {t}, which is always {}", d.raw(), if want == Direction::Forward { "forward (-1)" } else { "inverse (+1)" }),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn null_device_pointer(name: &'static str) -> Error {
+    Error::invalid_argument(name, "null device pointer")
+}
+
+#[cold]
+#[inline(never)]
+fn no_work_area(work_size: usize) -> Error {
+    Error::invalid_argument("work_area", format!("null, but the plan needs a work area of {work_size} bytes"))
 }
 
 impl Drop for Lease {
