@@ -474,6 +474,13 @@ fn wrong_exec(call: &str, h: u64, t: TransformType, desc: Option<PlanDesc>, want
     Fail::new(code::INVALID_VALUE, format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"))
 }
 
+/// What a set-stream or set-work-area call sets ([`Engine::set_setting`]).
+#[derive(Clone, Copy)]
+enum Setting {
+    Stream(RawStream),
+    Area(DevicePtr),
+}
+
 /// Refuses a null input or output.
 #[inline(always)]
 fn exec_buffers(input: DevicePtr, output: DevicePtr) -> Result<(), Fail> {
@@ -1003,9 +1010,10 @@ impl Engine {
         Ok(())
     }
 
-#[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
+    /// Every `SetWorkArea`.
+    #[inline(always)]
     pub fn set_work_area(&self, h: u64, area: DevicePtr, call: &str) -> Result<(), Fail> {
-        self.set_setting(h, call, |hot| hot.area.load(Ordering::Relaxed) == area.0, |v| self.set_work_area_locked(v, area))
+        self.set_setting(h, call, Setting::Area(area))
     }
 
     #[inline(never)]
@@ -1021,9 +1029,10 @@ impl Engine {
         self.bind_ahead(&s, None, s.work_area);
     }
 
-#[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
+    /// Every `SetStream`.
+    #[inline(always)]
     pub fn set_stream(&self, h: u64, stream: RawStream, call: &str) -> Result<(), Fail> {
-        self.set_setting(h, call, |hot| hot.stream.load(Ordering::Relaxed) == stream.0, |v| self.set_stream_locked(v, stream))
+        self.set_setting(h, call, Setting::Stream(stream))
     }
 
     #[inline(never)]
@@ -1042,16 +1051,26 @@ impl Engine {
     }
 
     /// Set-stream and set-work-area: nothing to do when the handle's published line holds
-    /// the value already (`has`) and its plan is resident; else `locked` sets it under the
-    /// handle's lock.
-    #[inline(always)]
-    fn set_setting(&self, h: u64, call: &str, has: impl Fn(&Hot) -> bool + Copy, locked: impl Fn(&VirtualPlan) + Copy) -> Result<(), Fail> {
+    /// the value already and its plan is resident; else it is set under the handle's lock.
+    /// One function for both, not one each: MLX makes the two calls back to back, and the
+    /// second then runs on the instruction lines the first fetched (docs/design.md, "The
+    /// hot path's code").
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text.hot.hipfft_pool"))]
+    #[inline(never)]
+    fn set_setting(&self, h: u64, call: &str, setting: Setting) -> Result<(), Fail> {
         let on = |v: &Arc<VirtualPlan>| {
-            if has(&v.hot) && self.goes_direct(v) {
+            let has = match setting {
+                Setting::Stream(stream) => v.hot.stream.load(Ordering::Relaxed) == stream.0,
+                Setting::Area(area) => v.hot.area.load(Ordering::Relaxed) == area.0,
+            };
+            if has && self.goes_direct(v) {
                 v.hot.prefetch();
                 return;
             }
-            locked(v);
+            match setting {
+                Setting::Stream(stream) => self.set_stream_locked(v, stream),
+                Setting::Area(area) => self.set_work_area_locked(v, area),
+            }
         };
         if self.with_recent(h, on).is_none() {
             on(&self.lookup_map(h, call)?);
