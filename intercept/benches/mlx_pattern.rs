@@ -13,7 +13,8 @@
 //! buffer larger than the L2 cache. That leaves the interposer's code in the core's
 //! instruction cache, which MLX's own code (Python, MLX, the CUDA driver) does not: `cold
 //! code` also runs, before each transform, an instruction sled of CODE_KIB (default 1024)
-//! KiB, as much code as the L2 holds data in the sweep. Each figure is the median over
+//! KiB, more code than the L1 and most of the L2 hold (the sled's mapping is kept for the
+//! process's life). Each figure is the median over
 //! transforms of the time of the three calls, less the median of an empty timed region (the
 //! clock's own cost).
 //!

@@ -370,19 +370,7 @@ impl Watchdog {
         };
         CallGuard { dog: self, at: Registered::Slab(slot), _desc: std::marker::PhantomData }
     }
-}
 
-/// A call made while the thread's slot holds another (a nested one): the thread's list.
-#[cfg_attr(loom, allow(dead_code))]
-#[cold]
-#[inline(never)]
-fn enter_nested(mine: &Arc<ThreadCalls>, call: Call) -> Registered {
-    let mut calls = mine.calls.lock();
-    calls.push(Some(call));
-    Registered::Thread(Arc::as_ptr(mine), calls.len() - 1)
-}
-
-impl Watchdog {
     /// Runs `f` on each call registered with this watchdog and the name of its thread,
     /// under the lock of the list holding it.
     fn each_call(&self, mut f: impl FnMut(&mut Call, &str)) {
@@ -468,6 +456,16 @@ impl Watchdog {
     pub(crate) fn period(&self) -> Duration {
         self.period
     }
+}
+
+/// A call made while the thread's slot holds another (a nested one): the thread's list.
+#[cfg_attr(loom, allow(dead_code))]
+#[cold]
+#[inline(never)]
+fn enter_nested(mine: &Arc<ThreadCalls>, call: Call) -> Registered {
+    let mut calls = mine.calls.lock();
+    calls.push(Some(call));
+    Registered::Thread(Arc::as_ptr(mine), calls.len() - 1)
 }
 
 fn describe(c: &Call, thread: &str, elapsed: Duration) -> StalledCall {
