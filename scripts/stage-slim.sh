@@ -22,7 +22,7 @@ cp target/release/libhipfft_pool_cufft.so "$dest/lib/"
 if [ -n "${OLD_LIB:-}" ]; then
   mkdir -p "$dest/lib-old" && cp "$OLD_LIB" "$dest/lib-old/libhipfft_pool_cufft.so"
 fi
-strip --strip-debug "$dest/gpu_bench" "$dest/miss_anatomy" "$dest/lib/libhipfft_pool_cufft.so" 2>/dev/null || true
+strip --strip-debug "$dest/gpu_bench" "$dest/miss_anatomy" "$dest"/lib*/libhipfft_pool_cufft.so 2>/dev/null || true
 cp scripts/frameworks/mlx_cycle_bench.py data/probe-shapes.json ../shared/tools/mlx-on-device.sh "$dest/"
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "$(git rev-parse --short HEAD)${dirty}" > "$dest/COMMIT"
