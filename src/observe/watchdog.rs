@@ -225,6 +225,17 @@ thread_local! {
     };
 }
 
+/// Prefetches the calling thread's call slot, which every runtime call under the watchdog
+/// writes ([`crate::ExecLines::prefetch`]). A thread that has made no call yet registers
+/// here, as the call it is about to make would.
+#[inline]
+pub(crate) fn prefetch_this_thread(prefetch: impl Fn(usize)) {
+    #[cfg(not(loom))]
+    let _ = MINE.try_with(|mine| prefetch(&mine.slot as *const CallSlot as usize));
+    #[cfg(loom)]
+    let _ = prefetch;
+}
+
 /// Where a call goes when its thread's list cannot be reached (a thread-local destructor
 /// running, or the loom build, whose model threads share one OS thread's locals).
 #[derive(Default)]

@@ -882,7 +882,8 @@ pub struct ExecLines([usize; 8]);
 
 impl ExecLines {
     /// Asks the CPU to bring the lines into its caches, all at once; reads nothing and never
-    /// faults, whatever the addresses (a no-op where the target has no prefetch hint).
+    /// faults, whatever the addresses (a no-op where the target has no prefetch hint). The
+    /// calling thread's watchdog slot, which the execution writes, comes with them.
     ///
     /// # Examples
     ///
@@ -900,6 +901,7 @@ impl ExecLines {
         for &p in &self.0 {
             prefetch_line(p);
         }
+        crate::observe::watchdog::prefetch_this_thread(prefetch_line);
     }
 
     /// The addresses as numbers, for a host that keeps them where an `ExecLines` cannot go
