@@ -10,6 +10,9 @@
 # scripts/miss-anatomy-device.sh /tmp/slim).
 # OLD_LIB=PATH also stages another build of the cuFFT interposer as lib-old/ (for
 # mlx-pairs-device.sh's HFP_OLD_LIB=/tmp/slim/lib-old/libhipfft_pool_cufft.so).
+# With lib-old the folder and a wheel part came over the device's carry limit (which counts
+# the working tree too): for the MLX pairs alone, carry a copy without gpu_bench and
+# miss_anatomy (docs/runs/2026-12-07-device-cf94200-mlx/README.md, `.device/mlxab`).
 # MLX's parts come from ../shared/tools/stage-mlx.sh (scripts/gpu-bench.sh runs it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
