@@ -10,22 +10,24 @@
 # scripts/miss-anatomy-device.sh /tmp/slim).
 # OLD_LIB=PATH also stages another build of the cuFFT interposer as lib-old/ (for
 # mlx-pairs-device.sh's HFP_OLD_LIB=/tmp/slim/lib-old/libhipfft_pool_cufft.so).
-# With lib-old the folder and a wheel part came over the device's carry limit (which counts
-# the working tree too): for the MLX pairs alone, carry a copy without gpu_bench and
-# miss_anatomy (docs/runs/2026-12-07-device-cf94200-mlx/README.md, `.device/mlxab`).
+# MLX_ONLY=1 leaves out gpu_bench and miss_anatomy (about 10 MiB): with lib-old, the full
+# folder and a wheel part came over the device's carry limit, which counts the working tree
+# too (docs/runs/2026-12-07-device-cf94200-mlx/README.md).
 # MLX's parts come from ../shared/tools/stage-mlx.sh (scripts/gpu-bench.sh runs it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --features cuda --example gpu_bench --example miss_anatomy
+bins=()
+[ "${MLX_ONLY:-0}" = 1 ] || bins=(gpu_bench miss_anatomy)
+[ ${#bins[@]} -eq 0 ] || cargo build --release --features cuda --example gpu_bench --example miss_anatomy
 cargo build --release -p hipfft-pool-cufft
 dest=.device/slim
 rm -rf "$dest" && mkdir -p "$dest/lib"
-cp target/release/examples/gpu_bench target/release/examples/miss_anatomy "$dest/"
+for b in "${bins[@]}"; do cp "target/release/examples/$b" "$dest/"; done
 cp target/release/libhipfft_pool_cufft.so "$dest/lib/"
 if [ -n "${OLD_LIB:-}" ]; then
   mkdir -p "$dest/lib-old" && cp "$OLD_LIB" "$dest/lib-old/libhipfft_pool_cufft.so"
 fi
-strip --strip-debug "$dest/gpu_bench" "$dest/miss_anatomy" "$dest"/lib*/libhipfft_pool_cufft.so 2>/dev/null || true
+strip --strip-debug "${bins[@]/#/$dest/}" "$dest"/lib*/libhipfft_pool_cufft.so 2>/dev/null || true
 cp scripts/frameworks/mlx_cycle_bench.py data/probe-shapes.json ../shared/tools/mlx-on-device.sh "$dest/"
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "$(git rev-parse --short HEAD)${dirty}" > "$dest/COMMIT"
