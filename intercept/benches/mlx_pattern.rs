@@ -14,9 +14,8 @@
 //! instruction cache, which MLX's own code (Python, MLX, the CUDA driver) does not: `cold
 //! code` also runs, before each transform, an instruction sled of CODE_KIB (default 1024)
 //! KiB, more code than the L1 and most of the L2 hold (the sled's mapping is kept for the
-//! process's life). Each figure is the median over
-//! transforms of the time of the three calls, less the median of an empty timed region (the
-//! clock's own cost).
+//! process's life). Each figure is the median over transforms of the time of the three
+//! calls, less the median of an empty timed region (the clock's own cost).
 //!
 //!     cargo bench -p hipfft-pool-intercept --bench mlx_pattern [-- TRANSFORMS [EVICT_MIB [CODE_KIB]]]
 
