@@ -140,6 +140,12 @@ typedef enum hfp_status {
    * names the call, the plan and how long it has been running.
    */
   HFP_DEVICE_STUCK = 9,
+  /**
+   * Every slot of the live ceiling is held by a plan that no GPU work will give back (a
+   * graph that can still run it, a plan kept for the process's life): the miss failed at
+   * once. The message says how many live plans it needs.
+   */
+  HFP_CEILING_HELD = 10,
 } hfp_status;
 
 /**

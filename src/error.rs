@@ -81,6 +81,28 @@ pub enum Error {
         joined_creation: bool,
     },
 
+    /// Every slot of the live ceiling is held by a standing plan (a [`StandingLease`] is out
+    /// on it: a graph that can still run it, a plan kept for the process's life), so a miss
+    /// fails at once: no GPU work it could wait for would free a slot.
+    ///
+    /// [`StandingLease`]: crate::StandingLease
+    #[error(
+        "live-handle ceiling held: all {ceiling} live plans of device {device}'s ceiling are standing ({standing} held by \
+         graphs that can still run them, or kept for the process's life), so no slot can come back by waiting; \
+         this needs at least {needed} live plans: raise HIPFFT_POOL_LIVE_CEILING to {needed} or more, or let go of \
+         the graphs that hold plans"
+    )]
+    CeilingHeld {
+        /// The device the plan was for.
+        device: i32,
+        /// Plans standing on the ceiling.
+        standing: usize,
+        /// The ceiling.
+        ceiling: usize,
+        /// Live plans this miss needs to succeed: the standing ones and its own.
+        needed: usize,
+    },
+
     /// A create or destroy on the device has not returned for longer than the acquire
     /// timeout: misses on that device fail at once until it returns.
     #[error(

@@ -41,7 +41,7 @@ pub use observe::watchdog::{CallKind, StalledCall};
 pub use pool::ceiling::LiveCeiling;
 pub use pool::config::{CeilingScope, PoolConfig, PoolConfigBuilder};
 pub use pool::batch::BATCH_LIMIT;
-pub use pool::lease::{CapturedRelease, ExecLines, Lease, ReleaseAfterError};
+pub use pool::lease::{ExecLines, Lease, ReleaseAfterError, StandingLease};
 pub use pool::eviction::Eviction;
 pub use pool::manifest;
 pub use pool::plan_pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport, WarmUpReport};

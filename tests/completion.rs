@@ -310,7 +310,8 @@ fn a_batch_is_not_ended_inside_a_capture_and_covers_a_graph_launched_before_its_
     assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event recorded in the capture");
     assert_eq!(pool.metrics().in_flight, 2, "the batch stays open, its leases held");
     let graph = w.sim.end_capture(stream.raw()).unwrap();
-    w.sim.graph_launch(&graph, stream.raw()).unwrap();
+    let exec = w.sim.graph_instantiate(graph).unwrap();
+    w.sim.graph_launch(exec, stream.raw()).unwrap();
     // SAFETY: as above; the graph was launched on the stream before the batch's end.
     unsafe { pool.end_batch(stream.raw()) }.unwrap();
     assert_eq!(w.records.load(Ordering::SeqCst), 1);
@@ -328,24 +329,33 @@ fn a_batch_is_not_ended_inside_a_capture_and_covers_a_graph_launched_before_its_
 }
 
 #[test]
-fn a_release_in_batch_on_a_capturing_stream_opens_no_batch() {
+fn a_release_in_batch_on_a_capturing_stream_keeps_the_plan_for_good_and_says_so() {
     let w = Watched::new(SimConfig::default());
     let rt: Arc<dyn Runtime> = w.clone();
-    let pool = pool(&rt, 4, 4, Duration::from_secs(5));
+    let ceiling = hipfft_pool::LiveCeiling::new(4);
+    let cfg = hipfft_pool::PoolConfig::builder().capacity(4).shared_ceiling(ceiling.clone()).build().unwrap();
+    let pool = hipfft_pool::PlanPool::new(cfg, rt.clone()).unwrap();
     let stream = Stream::new(&rt).unwrap();
-    w.sim.begin_capture(stream.raw()).unwrap();
     let lease = pool.acquire(&c2c(16, 1)).unwrap();
+    let plan = lease.plan();
+    w.sim.begin_capture(stream.raw()).unwrap();
     let job = enqueue(&rt, &lease, &stream, 7);
     // SAFETY: the test's stream, live until the graph ran below.
-    unsafe { lease.release_in_batch(stream.raw()) }.unwrap();
+    let err = unsafe { lease.release_in_batch(stream.raw()) }.expect_err("a captured lease cannot be released by an event");
+    assert!(err.to_string().contains("capturing a graph"), "{err}");
     // SAFETY: as above; nothing is batched, so there is nothing to end.
     unsafe { pool.end_batch(stream.raw()) }.expect("no batch opened");
-    assert_eq!(pool.metrics().in_flight, 1, "held until the graph runs");
+    assert_eq!((pool.metrics().in_flight, ceiling.standing()), (1, 1), "held for good, as a standing plan");
     let graph = w.sim.end_capture(stream.raw()).unwrap();
-    w.sim.graph_launch(&graph, stream.raw()).unwrap();
-    assert!(job.check(&stream) <= 1e-5);
-    wait_until("the host node after the captured execution released the lease", || pool.metrics().in_flight == 0);
-    assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event: the release rode in the graph");
+    let exec = w.sim.graph_instantiate(graph).unwrap();
+    for _ in 0..2 {
+        w.sim.graph_launch(exec, stream.raw()).unwrap();
+        assert!(job.check(&stream) <= 1e-5, "the graph may run again and again: its plan stays");
+    }
+    pool.trim();
+    assert!(w.sim.is_live(plan));
+    assert_eq!(w.records.load(Ordering::SeqCst), 0, "no event recorded in the capture");
+    assert!(w.sim.violations().is_empty(), "{:#?}", w.sim.violations());
 }
 
 /// A pool whose done batches wait `lend` for their stream's thread.

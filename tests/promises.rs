@@ -384,13 +384,13 @@ fn leased_plans_of_another_pool_are_never_reclaimed() {
     assert!(!sim.is_live(plan));
 }
 
-/// Issue 14, item 10: `release_after` on a stream that is capturing a graph ties the
-/// release to the captured work (a host node after it in the graph), since an event
-/// recorded during a capture proves nothing. The plan stays leased through the capture and
-/// until the graph has run; the sim records no event recorded during the capture and no
-/// graph run on a destroyed plan.
+/// `release_after` on a stream that is capturing a graph is refused and the lease comes
+/// back: a captured execution runs each time a graph holding it is launched, so no event can
+/// tell when its plan is free. The caller holds the lease (standing: a miss that finds the
+/// ceiling full of them fails at once) until its graphs are destroyed, then releases it; the
+/// sim records no event recorded during the capture and no graph run on a destroyed plan.
 #[test]
-fn release_after_on_a_capturing_stream_releases_when_the_graph_runs() {
+fn release_after_on_a_capturing_stream_gives_the_lease_back_to_hold_until_the_graph_is_gone() {
     let sim = Arc::new(SimRuntime::new(SimConfig::default()));
     let rt: Arc<dyn Runtime> = sim.clone();
     let pool = pool(&rt, 1, 1, Duration::from_millis(50));
@@ -399,16 +399,26 @@ fn release_after_on_a_capturing_stream_releases_when_the_graph_runs() {
     let plan = lease.plan();
     sim.begin_capture(stream.raw()).unwrap();
     let job = enqueue(&rt, &lease, &stream, 21);
-    // SAFETY: the stream is live and outlives the graph's launch below.
-    unsafe { lease.release_after(stream.raw()) }.unwrap();
+    // SAFETY: the stream is live.
+    let back = unsafe { lease.release_after(stream.raw()) }.expect_err("refused inside a capture");
+    assert!(matches!(back.error, Error::InvalidArgument { name: "stream", .. }), "{}", back.error);
+    let held = back.lease.into_standing();
     let graph = sim.end_capture(stream.raw()).unwrap();
-    // Captured, not run: the plan is still leased, a miss for another shape cannot evict it.
+    // Every slot is held by a standing plan: a miss fails at once, naming what it needs.
+    let started = std::time::Instant::now();
     let e = pool.acquire(&c2c(32, 1)).unwrap_err();
-    assert!(matches!(e, Error::CeilingTimeout { .. }), "released before the graph ran: {e}");
-    assert!(sim.is_live(plan));
-    sim.graph_launch(&graph, stream.raw()).unwrap();
-    assert!(job.check(&stream) < 1e-4, "the graph ran the transform");
-    // The host node ran after the transform: the lease went, the miss evicts the plan.
+    assert!(matches!(e, Error::CeilingHeld { standing: 1, ceiling: 1, needed: 2, .. }), "{e}");
+    assert!(started.elapsed() < Duration::from_millis(50), "no wait for the timeout");
+    assert!(e.to_string().contains("HIPFFT_POOL_LIVE_CEILING"), "{e}");
+    let exec = sim.graph_instantiate(graph).unwrap();
+    for _ in 0..2 {
+        sim.graph_launch(exec, stream.raw()).unwrap();
+        assert!(job.check(&stream) < 1e-4, "the graph ran the transform");
+    }
+    sim.graph_exec_destroy(exec).unwrap();
+    sim.graph_destroy(graph).unwrap();
+    drop(held);
+    // Let go: the miss evicts the plan.
     assert!(pool.acquire(&c2c(32, 1)).is_ok());
     assert!(!sim.is_live(plan));
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());

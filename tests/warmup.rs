@@ -210,8 +210,6 @@ fn a_warm_up_makes_no_plan_while_a_stream_captures_a_graph() {
     let lease = p.acquire(&c2c(64)).unwrap();
     sim.begin_capture(stream.raw()).unwrap();
     let job = common::enqueue(&rt, &lease, &stream, 5);
-    // SAFETY: the stream is live and outlives the graph's launch below.
-    unsafe { lease.release_after(stream.raw()) }.unwrap();
     let mut m = Manifest::empty_for(&*rt);
     m.plans = vec![ManifestPlan::new(&c2c(8), 1, 1, 100.0, 0), ManifestPlan::new(&c2c(16), 1, 1, 100.0, 0)];
     let rx = p.warm_up_in_background(m).unwrap();
@@ -223,8 +221,13 @@ fn a_warm_up_makes_no_plan_while_a_stream_captures_a_graph() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let graph = sim.end_capture(stream.raw()).unwrap();
-    sim.graph_launch(&graph, stream.raw()).unwrap();
+    let exec = sim.graph_instantiate(graph).unwrap();
+    sim.graph_launch(exec, stream.raw()).unwrap();
     assert!(job.check(&stream) < 1e-4);
+    // The graph is done with: the lease the captured execution ran under goes.
+    sim.graph_exec_destroy(exec).unwrap();
+    sim.graph_destroy(graph).unwrap();
+    lease.release();
     let r = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(r.made, 2, "{r:?}");
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());

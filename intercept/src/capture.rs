@@ -1,81 +1,75 @@
 //! Executions enqueued on a stream that is being captured into a graph.
 //!
-//! A captured `cufftExec*` does not run when it is called: it runs when the graph is launched,
-//! perhaps much later, and perhaps many times. An event recorded during the capture proves
-//! nothing when it is queried, so the pool's `release_after` cannot be used.
+//! A captured `cufftExec*` does not run when it is called: it runs each time a graph holding
+//! it is launched, perhaps much later, perhaps many times, and a framework may copy the
+//! captured kernels into graphs of its own, nest them, keep instantiations and update them
+//! in place (MLX's CUDA backend does all of it). cuFFT loads its kernels per plan, so a plan
+//! destroyed while any of those can still run or be updated turns the next launch into freed
+//! code or another transform's numbers. So a captured execution's plan is held by one of:
 //!
-//! What a framework does with the captured graph decides how long the plan must live. MLX
-//! 0.32.2 copies a capture that holds a single kernel node into its own graph as a kernel
-//! node (any other capture becomes a child graph node), keys the instantiated graph by
-//! topology and, at the next graph of that topology, updates the instantiation in place
-//! (`cudaGraphExecUpdate`). cuFFT loads its kernels per plan, so a kept instantiation holds
-//! the code of every plan it ran: when such an update succeeds after one of those plans was
-//! destroyed, the launch runs freed code (illegal instruction, illegal memory access, or
-//! another transform's output). That holds for child graph nodes as much as for copied
-//! kernels: their updates fail on topology only while the shapes at each position differ
-//! (docs/frameworks.md, runs 23 and 24; `scripts/probes/mlx_encoder_pattern.c` repeats it
-//! without MLX, and MLX's own cache of 8 crashes that way). No node the interposer adds
-//! makes every such update fail, and it cannot see when the framework drops its
-//! instantiations, so what it can do is destroy captured plans as late as possible: resident
-//! plans are never destroyed, and the pool under the interposer evicts the least recently
-//! used plan first (`engine::interposer_eviction`). Two ways to hold a captured execution's
-//! plan, and the policies (`HIPFFT_POOL_CAPTURE`):
+//! - a *resident* plan ([`Residents`]): kept for the life of the process, one per
+//!   descriptor, up to `HIPFFT_POOL_CAPTURE_RESIDENTS` (a quarter of the ceiling by default).
+//!   Executions on it need no bookkeeping at all (the handle's fast path);
+//! - the *graphs that hold it* (`crate::graphs`): the hooks follow every graph and
+//!   instantiation its kernels reach, and the plan goes back to the pool only once none of
+//!   them can run again. Where the hooks cannot see a capture (it began outside them), the
+//!   plan is kept as a resident instead, beyond the limit if need be.
 //!
-//! - resident: the real plan stays for the life of the process ([`Residents`]); the capture
-//!   is the native one, with no node added. Graphs may keep it and be launched, updated or
-//!   replayed at any time.
-//! - released on run: a host node after the transform (`cudaLaunchHostFunc` on the
-//!   capturing stream) releases the lease on its first run; the plan may be destroyed after
-//!   it. A host node in a graph is a GPU-to-CPU round trip: several microseconds a call.
+//! Both kinds hold a standing lease, so a miss that finds the ceiling full of them fails at
+//! once, saying how many plans it needs, rather than waiting out its timeout for graphs the
+//! framework has yet to launch.
 //!
-//! `auto` (the default) makes plans resident up to `HIPFFT_POOL_CAPTURE_RESIDENTS` (a quarter
-//! of the ceiling) and releases on run beyond: a captured working set that fits runs as
-//! natively, and one larger than the ceiling still cannot exhaust it (the first release on
-//! run warns once of the risk above). `release-on-run` always adds the host node (it expects
-//! each captured graph to be launched once); `pin` makes every captured plan resident
-//! (graphs replayed at will; the ceiling bounds them, and a capture that needs a plan beyond
-//! it fails with the library's error code).
+//! Policies (`HIPFFT_POOL_CAPTURE`): `auto` (the default) as above; `pin`: every captured
+//! plan resident (no graph is followed; the ceiling bounds them).
 //!
 //! In all, no plan is created inside a capture (its `cudaMalloc` would break it): the
 //! interposer prepares the real plan when the stream is set, outside the capture, and a
 //! captured execution whose plan is not at hand fails with the library's error code.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use hipfft_pool::{CapturedRelease, Lease, PlanDesc, RawStream};
-use parking_lot::{Mutex, RwLock};
+use hipfft_pool::{Lease, PlanDesc, StandingLease};
+use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 
 /// How captured executions hold their plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CapturePolicy {
-    /// Resident up to the resident limit, released on run beyond.
+    /// Resident up to the resident limit, held by the graphs that hold it beyond.
     Auto,
-    /// A host node releases every captured execution's lease on its first run.
-    ReleaseOnRun,
     /// Every plan a captured execution ran on is resident.
     Pin,
 }
 
 impl CapturePolicy {
-    /// `HIPFFT_POOL_CAPTURE`: `auto` (default), `release-on-run` or `pin`; another value
-    /// keeps the default with a warning.
+    /// `HIPFFT_POOL_CAPTURE`: `auto` (default) or `pin`; another value keeps the default with
+    /// a warning. `release-on-run` is no longer offered (a plan released when its graph first
+    /// ran can be run again by a kept or updated instantiation): it keeps `auto`, saying so.
     ///
     /// Why `auto`: it runs a captured working set that fits under the resident limit with no
-    /// host node (on the H200, `benches/c/capture_cycle.c` ran 16.6 us per transform
-    /// natively and with no node, 59 us through `release-on-run`), and destroys no plan a
-    /// capture held alone (see the module's comment).
+    /// bookkeeping, and follows the graphs of the rest, so that no ceiling, however low, lets
+    /// a plan go while a graph can still run it.
     pub fn from_env() -> (CapturePolicy, Option<String>) {
-        match std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref() {
+        CapturePolicy::parse(std::env::var("HIPFFT_POOL_CAPTURE").ok().as_deref())
+    }
+
+    /// [`CapturePolicy::from_env`] for the value `raw`.
+    pub fn parse(raw: Option<&str>) -> (CapturePolicy, Option<String>) {
+        match raw.map(str::trim) {
             None | Some("") | Some("auto") => (CapturePolicy::Auto, None),
-            Some("release-on-run") => (CapturePolicy::ReleaseOnRun, None),
             Some("pin") => (CapturePolicy::Pin, None),
+            Some("release-on-run") => (
+                CapturePolicy::Auto,
+                Some(
+                    "HIPFFT_POOL_CAPTURE=\"release-on-run\" is no longer offered (a plan released when its graph first ran \
+                     can be run again by a kept or updated instantiation); keeping auto, which holds each captured plan until \
+                     no graph can run it"
+                        .to_string(),
+                ),
+            ),
             Some(other) => (
                 CapturePolicy::Auto,
-                Some(format!(
-                    "HIPFFT_POOL_CAPTURE={other:?} ignored (expected auto, release-on-run or pin); keeping auto"
-                )),
+                Some(format!("HIPFFT_POOL_CAPTURE={other:?} ignored (expected auto or pin); keeping auto")),
             ),
         }
     }
@@ -83,136 +77,18 @@ impl CapturePolicy {
     pub fn name(self) -> &'static str {
         match self {
             CapturePolicy::Auto => "auto",
-            CapturePolicy::ReleaseOnRun => "release-on-run",
             CapturePolicy::Pin => "pin",
         }
     }
 }
 
-/// When a `release-on-run` host node's lease goes back (`HIPFFT_POOL_CAPTURE_RELEASE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RunRelease {
-    /// `at-run` (default): when the node runs, right after the transform. The plan may then
-    /// be evicted and destroyed while the rest of its graph still runs.
-    AtRun,
-    /// `after-graph`: the node hands the lease to the deferred releases, released after an
-    /// event recorded on the stream from then on, so no plan is destroyed before the graph
-    /// that used it has finished. An event per lease; for finding whether a destroy during
-    /// a running graph hurts it (MLX at ceiling 12, docs/frameworks.md).
-    AfterGraph,
-}
-
-impl RunRelease {
-    /// `HIPFFT_POOL_CAPTURE_RELEASE`: `at-run` (default) or `after-graph`; another value keeps
-    /// the default with a warning.
-    pub fn from_env() -> (RunRelease, Option<String>) {
-        match std::env::var("HIPFFT_POOL_CAPTURE_RELEASE").ok().as_deref() {
-            None | Some("") | Some("at-run") => (RunRelease::AtRun, None),
-            Some("after-graph") => (RunRelease::AfterGraph, None),
-            Some(other) => (
-                RunRelease::AtRun,
-                Some(format!("HIPFFT_POOL_CAPTURE_RELEASE={other:?} ignored (expected at-run or after-graph); keeping at-run")),
-            ),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RunRelease::AtRun => "at-run",
-            RunRelease::AfterGraph => "after-graph",
-        }
-    }
-}
-
-/// The host node: releases the lease on its first run. Never calls the GPU runtime (a lease
-/// release is an atomic decrement and at most a channel send).
-///
-/// # Safety
-/// `data` came from [`CapturedRelease::leak`].
-pub unsafe extern "C" fn release_captured(data: *mut c_void) {
-    // A panic must not unwind into the runtime's callback thread.
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: records are never freed once a host node refers to them.
-        match unsafe { CapturedRelease::take(data) } {
-            Some(lease) => {
-                // At once: the host node runs after the captured work, and a stream callback
-                // must not call the runtime (a drop would record an event).
-                lease.release();
-                crate::process::count_captured_released(1);
-            }
-            None => crate::process::count_captured_rerun(),
-        }
-    });
-}
-
-/// Where an `after-graph` host node's lease goes once it ran: the engine's deferred
-/// releases. The engine registers itself when it is made (`set_sink`), so this file, below
-/// the engine, never names it.
-pub trait CapturedLeases: Sync {
-    /// An `after-graph` host node ran: its lease waits for an event on `stream`.
-    fn ran(&self, lease: Lease, stream: RawStream);
-}
-
-static SINK: std::sync::OnceLock<&'static dyn CapturedLeases> = std::sync::OnceLock::new();
-
-/// Registers the process's engine as the sink (once; it lives for the process).
-pub(crate) fn set_sink(sink: &'static dyn CapturedLeases) {
-    let _ = SINK.set(sink);
-}
-
-/// A captured execution's lease under `after-graph`, carried by its host node. Like
-/// [`CapturedRelease`], the record is never freed once a host node refers to it (a graph may
-/// be launched again); only the first run hands the lease on.
-pub struct AfterGraphRelease {
-    lease: Mutex<Option<Lease>>,
-    stream: RawStream,
-}
-
-impl AfterGraphRelease {
-    /// A record owning `lease`, as a host function's `data` pointer (leaked on purpose).
-    pub fn leak(lease: Lease, stream: RawStream) -> *mut c_void {
-        Box::into_raw(Box::new(AfterGraphRelease { lease: Mutex::new(Some(lease)), stream })).cast()
-    }
-
-    /// Takes the lease back from a record no host node refers to (the launch failed).
-    ///
-    /// # Safety
-    /// `data` came from [`AfterGraphRelease::leak`] and no host node refers to it.
-    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
-        // SAFETY: the caller's promise: the record is ours alone again.
-        let b = unsafe { Box::from_raw(data.cast::<AfterGraphRelease>()) };
-        b.lease.lock().take()
-    }
-}
-
-/// `after-graph`'s host node: hands the captured execution's lease to the engine's deferred
-/// releases. Calls no GPU runtime (a lock and a push).
-///
-/// # Safety
-/// `data` came from [`AfterGraphRelease::leak`].
-pub unsafe extern "C" fn lease_ran(data: *mut c_void) {
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: records are never freed once a host node refers to them.
-        let record = unsafe { &*data.cast::<AfterGraphRelease>() };
-        let Some(lease) = record.lease.lock().take() else {
-            crate::process::count_captured_rerun();
-            return;
-        };
-        match SINK.get() {
-            Some(sink) => sink.ran(lease, record.stream),
-            // No engine cannot happen once a lease exists; keep the plan rather than guess.
-            None => std::mem::forget(lease),
-        }
-    });
-}
-
-/// Real plans kept for the life of the process: each ran an execution captured with no node
-/// after it, which a framework may keep in graphs of its own (see the module's comment).
-/// One lease per descriptor; at most `limit` of them.
+/// Real plans kept for the life of the process, each ran a captured execution (see the
+/// module's comment). One standing lease per descriptor; at most `limit` of them, beyond which
+/// only [`Residents::keep`] adds.
 pub struct Residents {
     /// Read when a handle first meets its resident plan (`get`; a handle keeps the `Arc`
     /// from then on) and on slower paths, written only when a plan becomes resident.
-    plans: RwLock<FxHashMap<PlanDesc, Arc<Lease>>>,
+    plans: RwLock<FxHashMap<PlanDesc, Arc<StandingLease>>>,
     /// How many plans `plans` holds, read without the lock: a framework that never captures
     /// pays one atomic load per call for residents.
     len: std::sync::atomic::AtomicUsize,
@@ -226,7 +102,7 @@ impl Residents {
 
     /// `HIPFFT_POOL_CAPTURE_RESIDENTS` under `policy`: for `auto`, a whole number from 0 to the
     /// ceiling (default a quarter of it); `pin` has no limit of its own (the ceiling bounds
-    /// it), `release-on-run` keeps none. Returns the limit and a warning for a value ignored.
+    /// it). Returns the limit and a warning for a value ignored.
     pub fn limit_from_env(policy: CapturePolicy, ceiling: usize) -> (usize, Option<String>) {
         let raw = std::env::var("HIPFFT_POOL_CAPTURE_RESIDENTS").ok();
         let (limit, warning) = Residents::limit_from(policy, ceiling, raw.as_deref());
@@ -241,9 +117,8 @@ impl Residents {
         let default = ceiling / 4;
         match (policy, raw.filter(|v| !v.is_empty())) {
             (CapturePolicy::Pin, _) => (usize::MAX, None),
-            (CapturePolicy::ReleaseOnRun, _) => (0, None),
             (CapturePolicy::Auto, None) => (default, None),
-            // 0 is allowed: every captured execution then gets a host node.
+            // 0 is allowed: every captured plan is then held by its graphs alone.
             (CapturePolicy::Auto, Some("0")) => (0, None),
             (CapturePolicy::Auto, Some(raw)) => match hipfft_pool::pool::config::parse_whole(raw, ceiling as u64) {
                 Ok(v) => (v as usize, None),
@@ -274,7 +149,7 @@ impl Residents {
 
     /// The resident lease for `desc`, if there is one, to keep: it stays resident for the
     /// engine's life.
-    pub fn get(&self, desc: &PlanDesc) -> Option<Arc<Lease>> {
+    pub fn get(&self, desc: &PlanDesc) -> Option<Arc<StandingLease>> {
         if self.is_empty() {
             return None;
         }
@@ -296,21 +171,21 @@ impl Residents {
         if plans.len() >= self.limit {
             return false;
         }
-        plans.insert(*lease.desc(), Arc::new(lease.share()));
+        plans.insert(*lease.desc(), Arc::new(lease.share().into_standing()));
         self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
         true
     }
 
-    /// Keeps `lease` for good whatever the limit: its execution was captured and no host node
-    /// could be added after it, so nothing will tell when its graph ran. A second plan of a descriptor already resident is kept too
-    /// (never served to later executions).
+    /// Keeps `lease` for good whatever the limit: its execution was captured where no hook
+    /// will tell when its graphs are gone. A second plan of a descriptor already resident is
+    /// kept too (standing, never served to later executions).
     pub fn keep(&self, lease: Lease) {
         let mut plans = self.plans.write();
         match plans.get(lease.desc()) {
             Some(r) if r.plan() == lease.plan() => lease.release(),
-            Some(_) => std::mem::forget(lease),
+            Some(_) => std::mem::forget(lease.into_standing()),
             None => {
-                plans.insert(*lease.desc(), Arc::new(lease));
+                plans.insert(*lease.desc(), Arc::new(lease.into_standing()));
                 self.len.store(plans.len(), std::sync::atomic::Ordering::Relaxed);
             }
         }
@@ -323,7 +198,7 @@ impl Residents {
         self.len.store(0, std::sync::atomic::Ordering::Relaxed);
         // Their executions completed or never will run again: the engine goes. (A handle's
         // copy of the `Arc`, none once the engine dropped its handles, drops the lease later.)
-        all.into_values().filter_map(|l| Arc::try_unwrap(l).ok()).for_each(Lease::release);
+        all.into_values().filter_map(|l| Arc::try_unwrap(l).ok()).for_each(drop);
     }
 }
 
@@ -379,7 +254,6 @@ mod tests {
             assert_eq!(limit, 3, "{warning}");
             assert!(warning.contains("HIPFFT_POOL_CAPTURE_RESIDENTS") && warning.contains(&format!("{bad:?}")), "{warning}");
         }
-        assert_eq!(Residents::limit_from(CapturePolicy::ReleaseOnRun, 12, Some("5")), (0, None));
         assert_eq!(Residents::limit_from(CapturePolicy::Pin, 12, None).0, usize::MAX);
     }
 

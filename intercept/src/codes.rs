@@ -74,13 +74,22 @@ impl Fail {
             },
             // No handle could be had within the timeout: what cuFFT says when it cannot get
             // the resources for a plan.
-            Error::CeilingTimeout { .. } => code::ALLOC_FAILED,
+            Error::CeilingTimeout { .. } | Error::CeilingHeld { .. } => code::ALLOC_FAILED,
             Error::Unavailable(_) => code::SETUP_FAILED,
             // A call on the device has not returned: no plan can be had there.
             Error::DeviceStuck { .. } => code::ALLOC_FAILED,
             Error::ShutDown | Error::Internal(_) => code::INTERNAL_ERROR,
         };
-        Fail::new(value, e.to_string())
+        let mut message = e.to_string();
+        if let Error::CeilingHeld { .. } = e {
+            // Under the interposer the holders are a framework's graphs.
+            message.push_str(
+                " (a framework that keeps instantiated graphs holds the plans they captured for as long as it keeps them: \
+                 MLX_CUDA_GRAPH_CACHE_SIZE bounds how many MLX keeps, MLX_MAX_OPS_PER_BUFFER how many plans one of its \
+                 graphs needs; HIPFFT_POOL_CAPTURE_RESIDENTS plans are kept for good besides)",
+            );
+        }
+        Fail::new(value, message)
     }
 }
 

@@ -22,8 +22,10 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::arena::{Arena, Block};
-use crate::capture::{AfterGraphRelease, CapturePolicy, Residents, RunRelease, lease_ran, release_captured};
-use hipfft_pool::CapturedRelease;
+use crate::capture::{CapturePolicy, Residents};
+use crate::graphs::registry::{Registry, Released};
+use crate::graphs::view::{Capture, CaptureView};
+use hipfft_pool::StandingLease;
 use crate::codes::{Fail, Flavor, code};
 
 /// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
@@ -34,7 +36,6 @@ const CUFFT_HANDLE_BASE: u64 = 0x4000_0000;
 const HIPFFT_HANDLE_BASE: u64 = 0x4850_0000_0000;
 
 pub use crate::process::{flavor, is_sim};
-use crate::process::counts;
 
 /// An advanced layout: `(inembed, istride, idist, onembed, ostride, odist)`.
 pub type LayoutArgs = (Vec<i64>, i64, i64, Vec<i64>, i64, i64);
@@ -120,7 +121,7 @@ struct Settings {
     /// The resident plan of the handle's descriptor, once there is one (it stays for the
     /// engine's life): its executions go straight to it (`Hot::direct`), with no map, no
     /// lease of their own and no capture check.
-    resident: Option<Arc<Lease>>,
+    resident: Option<Arc<StandingLease>>,
     stream: RawStream,
     work_area: Option<DevicePtr>,
     work_size: usize,
@@ -165,7 +166,7 @@ impl Settings {
     /// resident, no sticky lease competes, the stream is registered, and the work area is
     /// one the plan can use (the caller's, of the size the plan call reported, or none for
     /// a plan that needs none).
-    fn direct(&self) -> Option<&Arc<Lease>> {
+    fn direct(&self) -> Option<&Arc<StandingLease>> {
         let r = self.resident.as_ref()?;
         let area_fits = match self.work_area {
             Some(_) => r.work_size() <= self.work_size,
@@ -227,7 +228,7 @@ impl Hot {
     #[inline(always)]
     fn direct(&self) -> Option<&Lease> {
         let p = self.direct.load(Ordering::Acquire);
-        // SAFETY: non-null, `p` is `Arc::as_ptr` of a resident lease, which the engine's
+        // SAFETY: non-null, `p` is `lease_ptr` of a resident lease, which the engine's
         // residents hold until the engine drops; the engine nulls this pointer first, and
         // no call can be inside the engine (borrowed) while it drops.
         unsafe { p.as_ref() }
@@ -240,7 +241,7 @@ impl Hot {
         self.stream.store(s.stream.0, Ordering::Relaxed);
         self.area.store(s.work_area.map_or(0, |p| p.0), Ordering::Relaxed);
         if let Some(r) = &s.resident {
-            let at = Arc::as_ptr(r) as usize;
+            let at = lease_ptr(r) as usize;
             // The first address is the lease's own: the numbers are this lease's already.
             if self.lines.0[0].load(Ordering::Relaxed) != at {
                 for (slot, a) in self.lines.0.iter().zip(r.exec_lines().addresses()) {
@@ -248,7 +249,7 @@ impl Hot {
                 }
             }
         }
-        let direct = s.direct().map_or(std::ptr::null(), Arc::as_ptr);
+        let direct = s.direct().map_or(std::ptr::null(), lease_ptr);
         self.direct.store(direct.cast_mut(), Ordering::Release);
     }
 
@@ -346,6 +347,10 @@ struct Counts {
     /// Captured executions that made their plan resident or found it so, with no node
     /// after them (on the slow path: later ones are `resident_execs`).
     captured_on_residents: AtomicU64,
+    /// Captured executions whose plans the graph registry holds (beyond the residents).
+    captured_followed: AtomicU64,
+    /// Captured executions whose plans were kept for good (a capture not followed, `pin`).
+    captured_kept: AtomicU64,
     /// Executions on a handle's known resident plan (`exec`'s fast path), captured or not
     /// (telling them apart would cost a driver call each), of handles destroyed since; the
     /// live handles count theirs (`Settings::resident_execs`).
@@ -474,6 +479,12 @@ fn wrong_exec(call: &str, h: u64, t: TransformType, desc: Option<PlanDesc>, want
     Fail::new(code::INVALID_VALUE, format!("{call} on handle {h:#x}, whose plan is {t} ({desc}): a {want} execution needs a {want} plan"))
 }
 
+/// The lease inside a resident's `Arc` (which the engine's residents keep for its life).
+fn lease_ptr(r: &Arc<StandingLease>) -> *const Lease {
+    let lease: &Lease = r;
+    lease
+}
+
 /// What a set-stream or set-work-area call sets ([`Engine::set_setting`]).
 #[derive(Clone, Copy)]
 enum Setting {
@@ -512,12 +523,17 @@ pub struct Engine {
     streams: Mutex<FxHashSet<(i32, usize)>>,
     arena: Arena,
     policy: CapturePolicy,
-    run_release: RunRelease,
     prepared: AtomicUsize,
     prepared_limit: usize,
-    /// Real plans kept for the process's life because a capture held their execution with
-    /// no node after it (see `capture`).
+    /// Real plans kept for the process's life because a capture held their execution
+    /// (see `capture`).
     residents: Residents,
+    /// The graphs and instantiated graphs that hold captured plans beyond the residents
+    /// (see `graphs`): each such plan's standing lease, until none can run it again.
+    graphs: Registry<StandingLease>,
+    /// What a capture in progress holds, asked of the runtime (none: captures are not
+    /// followed, and their plans are kept as residents).
+    view: Option<Box<dyn CaptureView>>,
     /// Bumped by the flush hook: an execution that began before keeps no sticky lease.
     release_generation: AtomicU64,
     counts: Counts,
@@ -558,6 +574,7 @@ impl Drop for Engine {
         let deferred = std::mem::take(&mut *self.deferred.lock());
         drop(deferred);
         self.residents.clear();
+        drop(self.graphs.clear());
     }
 }
 
@@ -571,8 +588,14 @@ pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
     engine_slow(flavor)
 }
 
-/// The engine, once made and handed to the capture module as its sink.
+/// The engine, once made.
 static READY: OnceLock<&'static Engine> = OnceLock::new();
+
+/// The process's engine if it was made (the graph hooks need none before: no plan exists).
+#[inline]
+pub fn ready() -> Option<&'static Engine> {
+    READY.get().copied()
+}
 
 #[cold]
 #[inline(never)]
@@ -581,9 +604,6 @@ fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
     crate::process::set_flavor(flavor);
     let made = ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone);
     if let Ok(e) = made {
-        // The captured leases' host nodes hand their leases here (capture.rs is below the
-        // engine and does not name it).
-        crate::capture::set_sink(e);
         let _ = READY.set(e);
     }
     made
@@ -601,6 +621,17 @@ fn interposer_eviction(from_config: Eviction, set: Option<&str>) -> Eviction {
         Some(_) => from_config,
         None => Eviction::Lru,
     }
+}
+
+/// Says once that graph calls escaped the hooks (`graphs::observed::blind`).
+pub(crate) fn warn_once_blind(why: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        warn(&format!(
+            "a graph call could not be followed ({why}): captured plans are kept for the process's life from now on, \
+             so that no graph can run a destroyed plan"
+        ))
+    });
 }
 
 fn warn(line: &str) {
@@ -622,8 +653,6 @@ impl Engine {
             }
         }
         let (policy, w) = CapturePolicy::from_env();
-        w.iter().for_each(|w| warn(w));
-        let (run_release, w) = RunRelease::from_env();
         w.iter().for_each(|w| warn(w));
         let (budget, w) = Arena::budget_from_env();
         w.iter().for_each(|w| warn(w));
@@ -661,7 +690,8 @@ impl Engine {
             Ok(addr) if !addr.is_empty() => Some(addr),
             _ => None,
         };
-        let built = Engine::build(flavor, config, rt, sim, library, (policy, run_release, budget), server.as_deref())?;
+        let view = crate::graphs::view::for_runtime(&rt, sim.as_ref(), flavor);
+        let built = Engine::build(flavor, config, rt, sim, library, (policy, budget, view), server.as_deref())?;
         // A miss at a full ceiling first asks for the sticky leases back (the engine exists
         // by the time any acquire can miss).
         built.pool.set_flush_hook(Some(Arc::new(move || {
@@ -684,7 +714,7 @@ impl Engine {
     /// link `hipfft_pool` through rustdoc, which picks up the wrong one of its builds when the
     /// workspace builds it in more than one feature set: hipfft-pool is also a cdylib).
     pub fn over_runtime(flavor: Flavor, config: PoolConfig, rt: Arc<dyn Runtime>) -> Result<Arc<Engine>, Fail> {
-        let defaults = (CapturePolicy::Auto, RunRelease::AtRun, crate::arena::DEFAULT_BUDGET);
+        let defaults = (CapturePolicy::Auto, crate::arena::DEFAULT_BUDGET, None);
         let e = Arc::new(Engine::build(flavor, config, rt, None, "given".into(), defaults, None)?);
         let weak = Arc::downgrade(&e);
         e.pool.set_flush_hook(Some(Arc::new(move || {
@@ -701,7 +731,7 @@ impl Engine {
         rt: Arc<dyn Runtime>,
         sim: Option<Arc<SimRuntime>>,
         library: String,
-        (policy, run_release, budget): (CapturePolicy, RunRelease, usize),
+        (policy, budget, view): (CapturePolicy, usize, Option<Box<dyn CaptureView>>),
         metrics_addr: Option<&str>,
     ) -> Result<Engine, Fail> {
         let ceiling = config.live_ceiling;
@@ -733,10 +763,11 @@ impl Engine {
             streams: Mutex::new(FxHashSet::default()),
             arena: Arena::new(budget),
             policy,
-            run_release,
             prepared: AtomicUsize::new(0),
             prepared_limit: (ceiling / 2).max(1),
             residents: Residents::new(resident_limit),
+            graphs: Registry::default(),
+            view,
             release_generation: AtomicU64::new(0),
             counts: Counts::default(),
             deferred: DeferredReleases::default(),
@@ -1325,7 +1356,8 @@ impl Engine {
         direction: Direction,
     ) -> Result<(), Fail> {
         let Some(desc) = s.desc else { return Err(no_plan(call, h)) };
-        let capturing = self.capturing(stream).map_err(|e| Fail::from_pool(&e))?;
+        let capture = self.capture_of(stream).map_err(|e| Fail::from_pool(&e))?;
+        let capturing = capture.is_some();
         let generation = self.release_generation.load(Ordering::Acquire);
         let mut sticky = s.sticky.take();
         if sticky.is_some() && s.sticky_stream != stream {
@@ -1398,46 +1430,9 @@ impl Engine {
             return Err(Fail::from_pool(&e));
         }
         self.counts.execs.fetch_add(1, Ordering::Relaxed);
-        if capturing {
+        if let Some(before) = capture {
             self.counts.captured_execs.fetch_add(1, Ordering::Relaxed);
-            // With no node after it nothing tells when the graph ran (or whether it will run
-            // again): only a plan that is never destroyed may run there (see `capture`).
-            if self.policy != CapturePolicy::ReleaseOnRun && self.residents.admit(&lease) {
-                self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
-                self.cache_resident(&mut v.lock());
-                // The resident lease keeps the plan; this one goes at once (an event on the
-                // capturing stream would join the capture).
-                lease.release();
-                return Ok(());
-            }
-            self.warn_released_capture();
-            if self.run_release == RunRelease::AfterGraph {
-                let data = AfterGraphRelease::leak(lease, stream);
-                // SAFETY: `data` is never freed once a host node refers to it; `lease_ran`
-                // may run on any thread and calls no GPU runtime.
-                let call = unsafe { hipfft_pool::HostCall::new(lease_ran, data) };
-                // SAFETY: the framework's capturing stream (it was passed to this execution).
-                if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-                    // SAFETY: no host node refers to `data`: the launch failed.
-                    if let Some(lease) = unsafe { AfterGraphRelease::reclaim(data) } {
-                        self.residents.keep(lease);
-                    }
-                }
-                return Ok(());
-            }
-            let data = CapturedRelease::leak(lease);
-            // SAFETY: `data` is never freed (see CapturedRelease), release_captured may run on any
-            // thread and calls no GPU runtime.
-            let call = unsafe { hipfft_pool::HostCall::new(release_captured, data) };
-            // SAFETY: the framework's capturing stream; `call` as above.
-            if unsafe { self.rt.launch_host_fn(stream, call) }.is_err() {
-                // No host node: nothing will tell when the graph ran, so the plan stays for
-                // good, beyond the limit if need be.
-                // SAFETY: no host node refers to `data`: the launch failed.
-                if let Some(lease) = unsafe { CapturedRelease::reclaim(data) } {
-                    self.residents.keep(lease);
-                }
-            }
+            self.hold_captured(v, lease, stream, before);
             return Ok(());
         }
         if let Area::Arena(b) = area {
@@ -1455,30 +1450,109 @@ impl Engine {
         Ok(())
     }
 
-    /// The first captured execution whose plan is not resident says once what that risks:
-    /// its plan may be destroyed after the graph ran, and a framework that keeps its
-    /// instantiated graphs and updates them in place carries the destroyed plan's kernels
-    /// into the next update (MLX 0.32.2's CUDA backend does: docs/frameworks.md, run 23).
-    fn warn_released_capture(&self) {
+    /// The capture in progress on `stream` (asked of the runtime's graph view), or `None`.
+    /// Without a view, a capturing stream gives a capture that is not followed.
+    fn capture_of(&self, stream: RawStream) -> hipfft_pool::Result<Option<Capture>> {
+        let Some(view) = &self.view else {
+            return Ok(self.capturing(stream)?.then(Capture::unfollowed));
+        };
+        // SAFETY: the framework's stream, passed to a call that takes it, which the library's
+        // contract requires to be live.
+        let c = unsafe { view.capture(stream) }.map_err(hipfft_pool::Error::Internal)?;
+        if c.is_some() {
+            // The warm-up makes no plan while the framework captures.
+            self.pool.capture_seen();
+        }
+        Ok(c)
+    }
+
+    /// Holds the plan of an execution just captured on `stream` (`before`: the capture as it
+    /// was before the execution) until no graph can run it: as a resident, or pinned by the
+    /// graphs that hold it (see `capture`).
+    fn hold_captured(&self, v: &VirtualPlan, lease: Lease, stream: RawStream, before: Capture) {
+        if self.residents.admit(&lease) {
+            self.counts.captured_on_residents.fetch_add(1, Ordering::Relaxed);
+            self.cache_resident(&mut v.lock());
+            // The resident lease keeps the plan; this one goes at once (an event on the
+            // capturing stream would join the capture).
+            lease.release();
+            return;
+        }
+        let functions = match (&self.view, self.policy) {
+            (Some(view), CapturePolicy::Auto) if crate::graphs::observed::is_followed(before.id) => {
+                // SAFETY: as in `capture_of`; the nodes walked are the capture's own.
+                let learned = unsafe {
+                    view.capture(stream).and_then(|after| {
+                        let after = after.ok_or_else(|| "the capture ended during the execution".to_string())?;
+                        crate::graphs::view::kernels_since(&**view, &before, &after)
+                    })
+                };
+                match learned {
+                    Ok(f) => Some(f),
+                    Err(why) => {
+                        self.warn_kept_capture(&why);
+                        None
+                    }
+                }
+            }
+            (_, CapturePolicy::Pin) => None,
+            _ => {
+                self.warn_kept_capture("the capture began where the interposer's graph hooks could not see it");
+                None
+            }
+        };
+        let Some(functions) = functions else {
+            self.counts.captured_kept.fetch_add(1, Ordering::Relaxed);
+            self.residents.keep(lease);
+            return;
+        };
+        self.counts.captured_followed.fetch_add(1, Ordering::Relaxed);
+        let plan = lease.plan().0;
+        // Already pinned: its pin holds it, and this lease goes at once (dropped).
+        drop(self.graphs.captured(plan, lease.into_standing(), before.id, before.graph, &functions));
+    }
+
+    /// Says once that captured plans are being kept for the process's life, and why.
+    fn warn_kept_capture(&self, why: &str) {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
             warn(&format!(
-                "captured executions beyond the {} resident plans are released when their graph runs, and their plans may \
-                 be destroyed afterwards; a framework that keeps instantiated graphs and updates them in place (MLX's CUDA \
-                 backend) can then run a destroyed plan's kernels. Evicting the least recently used plan first \
-                 (the interposer's default) makes that rare; to rule it out, give the framework a ceiling whose \
-                 resident plans (HIPFFT_POOL_CAPTURE_RESIDENTS, a quarter of HIPFFT_POOL_LIVE_CEILING by default) hold \
-                 its captured working set, or turn its graphs off (MLX_USE_CUDA_GRAPHS=0)",
-                self.residents.limit().min(self.pool.metrics().ceiling)
+                "a captured execution's graphs cannot be followed ({why}); its plan is kept for the process's life, \
+                 so that no graph can run a destroyed plan; such plans count against HIPFFT_POOL_LIVE_CEILING for good"
             ))
         });
     }
 
-    /// An `after-graph` host node ran (on the runtime's callback thread): its lease waits for
-    /// an event on its stream from now on. Calls no GPU runtime.
-    pub(crate) fn ran(&self, lease: Lease, stream: RawStream) {
-        self.deferred.lock().push((lease, stream));
-        crate::process::count_captured_released(1);
+    /// The graph registry (the hooks report graph calls to it).
+    pub fn graphs(&self) -> &Registry<StandingLease> {
+        &self.graphs
+    }
+
+    /// Lets go of plans no graph holds any more: at once when no instantiation that held
+    /// them was launched, else after the work on the streams they were launched on.
+    pub fn settle(&self, released: Vec<Released<StandingLease>>) {
+        if released.is_empty() {
+            return;
+        }
+        if exiting() {
+            // The runtime may be torn down already: the process is ending.
+            std::mem::forget(released);
+            return;
+        }
+        for r in released {
+            let lease = r.pin.into_lease();
+            match r.waits.split_first() {
+                None => lease.release(),
+                Some((first, rest)) => {
+                    let mut d = self.deferred.lock();
+                    for s in rest {
+                        d.push((lease.share(), *s));
+                    }
+                    d.push((lease, *first));
+                }
+            }
+        }
+        self.drain_deferred(None);
     }
 
     /// The flush hook: every sticky lease goes back, released once its stream's work is done.
@@ -1528,7 +1602,8 @@ impl Engine {
 
     pub fn metrics_json(&self) -> String {
         let m = self.pool.metrics();
-        let (failures, captured_released, captured_reruns) = counts();
+        let failures = crate::process::failures();
+        let held = self.graphs.holdings();
         let mut j = serde_json::json!({
             "api": match self.flavor { Flavor::Cufft => "cufft", Flavor::Hipfft => "hipfft" },
             "runtime": self.rt.kind().name(),
@@ -1557,11 +1632,9 @@ impl Engine {
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
             "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
-            "captured_released": captured_released,
-            "captured_reruns": captured_reruns,
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),
-            "capture_release": self.run_release.name(),
+
             "failures": failures,
             "deferred_releases": self.deferred.lock().len(),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
@@ -1572,6 +1645,13 @@ impl Engine {
             "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
             "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
         });
+        j["captured_followed"] = self.counts.captured_followed.load(Ordering::Relaxed).into();
+        j["captured_kept"] = self.counts.captured_kept.load(Ordering::Relaxed).into();
+        j["graph_held_plans"] = held.plans.into();
+        j["graph_held_for_good"] = held.forever.into();
+        j["graphs_holding_plans"] = held.graphs.into();
+        j["instantiations_holding_plans"] = held.execs.into();
+        j["standing"] = self.pool.ceiling().standing().into();
         j["capture_residents"] = self.residents.len().into();
         // `pin` has no limit of its own (the ceiling bounds it): written as the ceiling.
         j["capture_resident_limit"] = self.residents.limit().min(m.ceiling).into();
@@ -1585,7 +1665,8 @@ impl Engine {
             j["sim_peak_live_handles"] = sim.peak_live_handles().into();
             j["sim_created"] = sim.created_total().into();
             j["sim_violations"] = sim.violations().into();
-            j["sim_destroyed_after_lone_capture"] = sim.destroyed_after_lone_capture().into();
+            j["sim_live_graphs"] = sim.live_graphs().0.into();
+            j["sim_live_instantiations"] = sim.live_graphs().1.into();
         }
         j.to_string()
     }
@@ -1640,12 +1721,6 @@ pub fn write_metrics_out() {
 /// `raw` with each `%p` replaced by this process's id.
 fn per_process_path(raw: &str) -> String {
     raw.replace("%p", &std::process::id().to_string())
-}
-
-impl crate::capture::CapturedLeases for Engine {
-    fn ran(&self, lease: Lease, stream: RawStream) {
-        Engine::ran(self, lease, stream)
-    }
 }
 
 #[cfg(test)]

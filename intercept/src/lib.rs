@@ -9,7 +9,9 @@
 //! - [`entry`]: the panic boundary, the re-entrancy guard, the one-time log of each failure;
 //! - [`real`]: finding the real library, including one a Python extension loaded `RTLD_LOCAL`;
 //! - [`cuda`]: the pool's runtime over that very libcufft and the CUDA runtime;
-//! - [`capture`]: executions on a stream that is capturing a CUDA graph;
+//! - [`capture`]: executions on a stream that is capturing a graph: how their plans are held;
+//! - [`graphs`]: the graphs that can still run a plan, followed through hooks of the
+//!   runtime's graph calls;
 //! - [`arena`]: work areas for handles that leave allocation to the library;
 //! - [`profile`]: the interposer's own host time in the process it serves (opt-in);
 //! - [`process`]: what every file may read: the API this process loaded, the sim switch,
@@ -23,6 +25,7 @@ pub mod codes;
 pub mod cuda;
 pub mod engine;
 pub mod entry;
+pub mod graphs;
 pub mod process;
 pub mod profile;
 pub mod real;
@@ -126,32 +129,131 @@ macro_rules! export_common {
         }
 
         /// int hfp_intercept_sim_begin_capture(void *stream): starts a graph capture on the
-        /// simulated runtime (tests of captured executions); 0 or -1.
+        /// simulated runtime (tests of captured executions); 0 or -1. The graph calls below
+        /// are the sim's, reported to the interposer as the CUDA and HIP hooks report the
+        /// real runtime's (`graphs::sim`).
         #[unsafe(no_mangle)]
         pub extern "C" fn hfp_intercept_sim_begin_capture(stream: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
-            $crate::sim_capture($flavor, stream, |sim, s| sim.begin_capture(s))
+            $crate::graphs::sim::begin_capture($flavor, stream)
         }
 
-        /// int hfp_intercept_sim_end_capture(void *stream, void **graph): ends it; `*graph`
-        /// is the captured graph (free it with hfp_intercept_sim_graph_destroy); 0 or -1.
+        /// int hfp_intercept_sim_end_capture(void *stream, void **graph).
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn hfp_intercept_sim_end_capture(stream: *mut ::std::ffi::c_void, graph: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
             // SAFETY: the caller's contract, passed on.
-            unsafe { $crate::sim_end_capture($flavor, stream, graph) }
+            unsafe { $crate::graphs::sim::end_capture($flavor, stream, graph) }
         }
 
-        /// int hfp_intercept_sim_graph_launch(void *graph, void *stream): 0 or -1.
+        /// int hfp_intercept_sim_graph_create(void **graph).
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn hfp_intercept_sim_graph_launch(graph: *mut ::std::ffi::c_void, stream: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_create(graph: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
             // SAFETY: the caller's contract, passed on.
-            unsafe { $crate::sim_graph_launch($flavor, graph, stream) }
+            unsafe { $crate::graphs::sim::graph_create($flavor, graph) }
         }
 
-        /// void hfp_intercept_sim_graph_destroy(void *graph).
+        /// int hfp_intercept_sim_graph_destroy(void *graph).
         #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn hfp_intercept_sim_graph_destroy(graph: *mut ::std::ffi::c_void) {
+        pub extern "C" fn hfp_intercept_sim_graph_destroy(graph: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::graph_destroy($flavor, graph)
+        }
+
+        /// int hfp_intercept_sim_graph_get_nodes(void *graph, void **nodes, size_t *count).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_get_nodes(graph: *mut ::std::ffi::c_void, nodes: *mut *mut ::std::ffi::c_void, count: *mut usize) -> ::std::ffi::c_int {
             // SAFETY: the caller's contract, passed on.
-            unsafe { $crate::sim_graph_destroy(graph) }
+            unsafe { $crate::graphs::sim::graph_get_nodes($flavor, graph, nodes, count) }
+        }
+
+        /// int hfp_intercept_sim_node_type(void *node): 0 kernel, 1 child graph, 2 host, 3 copy, 4 empty; -1.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_node_type(node: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::node_type($flavor, node)
+        }
+
+        /// int hfp_intercept_sim_kernel_node_get_params(void *node, void **func, void **args).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_kernel_node_get_params(node: *mut ::std::ffi::c_void, func: *mut *mut ::std::ffi::c_void, args: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::kernel_node_get_params($flavor, node, func, args) }
+        }
+
+        /// int hfp_intercept_sim_kernel_node_set_params(void *node, void *func, void *args).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_kernel_node_set_params(node: *mut ::std::ffi::c_void, func: *mut ::std::ffi::c_void, args: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::kernel_node_set_params($flavor, node, func, args)
+        }
+
+        /// int hfp_intercept_sim_graph_add_kernel_node(void **node, void *graph, void **deps, size_t ndeps, void *func, void *args).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_add_kernel_node(node: *mut *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void, deps: *const *mut ::std::ffi::c_void, ndeps: usize, func: *mut ::std::ffi::c_void, args: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::graph_add_kernel_node($flavor, node, graph, deps, ndeps, func, args) }
+        }
+
+        /// int hfp_intercept_sim_graph_add_child_graph_node(void **node, void *graph, void **deps, size_t ndeps, void *child).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_add_child_graph_node(node: *mut *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void, deps: *const *mut ::std::ffi::c_void, ndeps: usize, child: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::graph_add_child_graph_node($flavor, node, graph, deps, ndeps, child) }
+        }
+
+        /// int hfp_intercept_sim_child_graph_node_get_graph(void *node, void **graph).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_child_graph_node_get_graph(node: *mut ::std::ffi::c_void, graph: *mut *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::child_graph_node_get_graph($flavor, node, graph) }
+        }
+
+        /// int hfp_intercept_sim_graph_add_empty_node(void **node, void *graph, void **deps, size_t ndeps).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_add_empty_node(node: *mut *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void, deps: *const *mut ::std::ffi::c_void, ndeps: usize) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::graph_add_empty_node($flavor, node, graph, deps, ndeps) }
+        }
+
+        /// int hfp_intercept_sim_graph_clone(void **clone, void *graph).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_clone(clone: *mut *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::graph_clone($flavor, clone, graph) }
+        }
+
+        /// int hfp_intercept_sim_graph_instantiate(void **exec, void *graph).
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_graph_instantiate(exec: *mut *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::graph_instantiate($flavor, exec, graph) }
+        }
+
+        /// int hfp_intercept_sim_graph_exec_update(void *exec, void *graph): 0 updated, 1 the topologies differ, -1.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_graph_exec_update(exec: *mut ::std::ffi::c_void, graph: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::graph_exec_update($flavor, exec, graph)
+        }
+
+        /// int hfp_intercept_sim_graph_exec_kernel_node_set_params(void *exec, void *node, void *func, void *args).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_graph_exec_kernel_node_set_params(exec: *mut ::std::ffi::c_void, node: *mut ::std::ffi::c_void, func: *mut ::std::ffi::c_void, args: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::graph_exec_kernel_node_set_params($flavor, exec, node, func, args)
+        }
+
+        /// int hfp_intercept_sim_graph_launch(void *exec, void *stream).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_graph_launch(exec: *mut ::std::ffi::c_void, stream: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::graph_launch($flavor, exec, stream)
+        }
+
+        /// int hfp_intercept_sim_graph_exec_destroy(void *exec).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn hfp_intercept_sim_graph_exec_destroy(exec: *mut ::std::ffi::c_void) -> ::std::ffi::c_int {
+            $crate::graphs::sim::graph_exec_destroy($flavor, exec)
+        }
+
+        /// int hfp_intercept_sim_live_graphs(size_t *graphs, size_t *execs): the sim's own counts.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn hfp_intercept_sim_live_graphs(graphs: *mut usize, execs: *mut usize) -> ::std::ffi::c_int {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { $crate::graphs::sim::live_graphs($flavor, graphs, execs) }
         }
 
         /// long hfp_intercept_sim_violations(void): misuses the simulated runtime recorded; -1 off the sim.
@@ -255,47 +357,3 @@ pub unsafe fn write_metrics(flavor: Flavor, path: *const c_char) -> c_int {
     })
 }
 
-fn sim_of(flavor: Flavor) -> Result<std::sync::Arc<hipfft_pool::SimRuntime>, Fail> {
-    engine(flavor)?.sim().cloned().ok_or_else(|| Fail::new(code::SETUP_FAILED, "not on the simulated runtime (HIPFFT_POOL_RUNTIME=sim)"))
-}
-
-/// A capture call on the simulated runtime.
-pub fn sim_capture(flavor: Flavor, stream: *mut c_void, f: fn(&hipfft_pool::SimRuntime, hipfft_pool::RawStream) -> hipfft_pool::Result<()>) -> c_int {
-    entry::serve_plain("hfp_intercept_sim_capture", || {
-        let sim = sim_of(flavor)?;
-        f(&sim, hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))
-    })
-}
-
-/// # Safety
-/// `graph` is null or valid for one pointer write.
-pub unsafe fn sim_end_capture(flavor: Flavor, stream: *mut c_void, graph: *mut *mut c_void) -> c_int {
-    entry::serve_plain("hfp_intercept_sim_end_capture", || {
-        let g = sim_of(flavor)?.end_capture(hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))?;
-        let raw = Box::into_raw(Box::new(g)) as *mut c_void;
-        // SAFETY: the caller's contract.
-        unsafe { write_out(graph, "graph", raw) }
-    })
-}
-
-/// # Safety
-/// `graph` came from [`sim_end_capture`] and was not destroyed.
-pub unsafe fn sim_graph_launch(flavor: Flavor, graph: *mut c_void, stream: *mut c_void) -> c_int {
-    entry::serve_plain("hfp_intercept_sim_graph_launch", || {
-        if graph.is_null() {
-            return Err(Fail::invalid("graph", "null pointer"));
-        }
-        // SAFETY: the caller's contract.
-        let g = unsafe { &*(graph as *const hipfft_pool::runtime::sim::SimGraph) };
-        sim_of(flavor)?.graph_launch(g, hipfft_pool::RawStream(stream as usize)).map_err(|e| Fail::from_pool(&e))
-    })
-}
-
-/// # Safety
-/// `graph` is null or came from [`sim_end_capture`] and was not destroyed.
-pub unsafe fn sim_graph_destroy(graph: *mut c_void) {
-    if !graph.is_null() {
-        // SAFETY: the caller's contract.
-        drop(unsafe { Box::from_raw(graph as *mut hipfft_pool::runtime::sim::SimGraph) });
-    }
-}

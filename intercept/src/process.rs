@@ -10,8 +10,6 @@ use crate::codes::Flavor;
 
 static FLAVOR: OnceLock<Flavor> = OnceLock::new();
 static FAILURES: AtomicU64 = AtomicU64::new(0);
-static CAPTURED_RELEASED: AtomicU64 = AtomicU64::new(0);
-static CAPTURED_RERUNS: AtomicU64 = AtomicU64::new(0);
 
 /// The flavor of the library this process loaded, once any call was made.
 pub fn flavor() -> Option<Flavor> {
@@ -34,17 +32,7 @@ pub(crate) fn count_failure() {
     FAILURES.fetch_add(1, Ordering::Relaxed);
 }
 
-/// `n` captured leases were released by their host node's run.
-pub(crate) fn count_captured_released(n: u64) {
-    CAPTURED_RELEASED.fetch_add(n, Ordering::Relaxed);
-}
-
-/// A captured release's host node ran again (a relaunched graph): nothing left to release.
-pub(crate) fn count_captured_rerun() {
-    CAPTURED_RERUNS.fetch_add(1, Ordering::Relaxed);
-}
-
-/// (failures, captured leases released, captured reruns) so far.
-pub(crate) fn counts() -> (u64, u64, u64) {
-    (FAILURES.load(Ordering::Relaxed), CAPTURED_RELEASED.load(Ordering::Relaxed), CAPTURED_RERUNS.load(Ordering::Relaxed))
+/// Calls that failed with the library's error code so far.
+pub(crate) fn failures() -> u64 {
+    FAILURES.load(Ordering::Relaxed)
 }

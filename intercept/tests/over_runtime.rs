@@ -70,7 +70,7 @@ fn a_handle_that_sets_the_stream_it_has_still_executes_there_after_another_handl
     let captured_on_s1 = |h: u64| {
         sim.begin_capture(s1).unwrap();
         e.exec(h, ExecKind::Xt, "cufftXtExec", buf, buf, -1).unwrap();
-        sim.end_capture(s1).unwrap().len()
+        nodes_of(&sim, sim.end_capture(s1).unwrap())
     };
     // h1's first execution is captured: the plan becomes resident, serving both handles.
     e.set_stream(h1, s1, "cufftSetStream").unwrap();
@@ -105,7 +105,7 @@ fn a_resident_handle_takes_new_settings_and_its_destroy_on_the_lock_free_path() 
     let captured_on = |s| {
         sim.begin_capture(s).unwrap();
         let r = exec();
-        (r, sim.end_capture(s).unwrap().len())
+        (r, nodes_of(&sim, sim.end_capture(s).unwrap()))
     };
     e.set_work_area(h, a, "cufftSetWorkArea").unwrap();
     e.set_stream(h, s1, "cufftSetStream").unwrap();
@@ -168,7 +168,7 @@ fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_set
     e.set_work_area(handles[0], a0, "cufftSetWorkArea").unwrap();
     sim.begin_capture(s0).unwrap();
     e.exec(handles[0], ExecKind::Xt, "cufftXtExec", b0, b0, -1).unwrap();
-    assert_eq!(sim.end_capture(s0).unwrap().len(), 1);
+    assert_eq!(nodes_of(&sim, sim.end_capture(s0).unwrap()), 1);
     let before = serde_json::from_str::<serde_json::Value>(&e.metrics_json()).unwrap()["resident_execs"].as_u64().unwrap();
     std::thread::scope(|scope| {
         for &h in &handles {
@@ -194,4 +194,11 @@ fn threads_executing_handles_that_share_a_resident_plan_never_interleave_its_set
     assert!(misuse.is_empty(), "{} misuses, the first: {:?}", misuse.len(), misuse.first());
     // One real plan served every execution.
     assert_eq!(sim.created_total(), 1);
+}
+
+/// The nodes a captured graph holds (then destroyed).
+fn nodes_of(sim: &hipfft_pool::SimRuntime, graph: u64) -> usize {
+    let n = sim.graph_nodes(graph).unwrap().len();
+    sim.graph_destroy(graph).unwrap();
+    n
 }

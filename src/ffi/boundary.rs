@@ -44,6 +44,10 @@ pub enum hfp_status {
     /// acquire timeout: misses on that device fail at once until it returns. The message
     /// names the call, the plan and how long it has been running.
     HFP_DEVICE_STUCK = 9,
+    /// Every slot of the live ceiling is held by a plan that no GPU work will give back (a
+    /// graph that can still run it, a plan kept for the process's life): the miss failed at
+    /// once. The message says how many live plans it needs.
+    HFP_CEILING_HELD = 10,
 }
 
 impl hfp_status {
@@ -54,6 +58,7 @@ impl hfp_status {
             hfp_status::HFP_INVALID_DESCRIPTOR => c"HFP_INVALID_DESCRIPTOR",
             hfp_status::HFP_RUNTIME_ERROR => c"HFP_RUNTIME_ERROR",
             hfp_status::HFP_CEILING_TIMEOUT => c"HFP_CEILING_TIMEOUT",
+            hfp_status::HFP_CEILING_HELD => c"HFP_CEILING_HELD",
             hfp_status::HFP_RUNTIME_UNAVAILABLE => c"HFP_RUNTIME_UNAVAILABLE",
             hfp_status::HFP_SHUT_DOWN => c"HFP_SHUT_DOWN",
             hfp_status::HFP_INTERNAL_ERROR => c"HFP_INTERNAL_ERROR",
@@ -62,7 +67,7 @@ impl hfp_status {
         }
     }
 
-    pub(crate) const ALL: [hfp_status; 10] = [
+    pub(crate) const ALL: [hfp_status; 11] = [
         hfp_status::HFP_OK,
         hfp_status::HFP_INVALID_ARGUMENT,
         hfp_status::HFP_INVALID_DESCRIPTOR,
@@ -73,6 +78,7 @@ impl hfp_status {
         hfp_status::HFP_INTERNAL_ERROR,
         hfp_status::HFP_BUFFER_TOO_SMALL,
         hfp_status::HFP_DEVICE_STUCK,
+        hfp_status::HFP_CEILING_HELD,
     ];
 }
 
@@ -106,6 +112,7 @@ pub(crate) fn status_of(e: &Error) -> hfp_status {
         Error::InvalidConfig { .. } => hfp_status::HFP_INVALID_ARGUMENT,
         Error::Runtime { .. } => hfp_status::HFP_RUNTIME_ERROR,
         Error::CeilingTimeout { .. } => hfp_status::HFP_CEILING_TIMEOUT,
+        Error::CeilingHeld { .. } => hfp_status::HFP_CEILING_HELD,
         Error::DeviceStuck { .. } => hfp_status::HFP_DEVICE_STUCK,
         Error::Unavailable(_) => hfp_status::HFP_RUNTIME_UNAVAILABLE,
         Error::ShutDown => hfp_status::HFP_SHUT_DOWN,

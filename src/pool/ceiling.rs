@@ -34,6 +34,12 @@ pub struct LiveCeiling {
     waiters: AtomicUsize,
     /// Waiters asleep on `cond` (or about to be, under `lock`): the ones a notify must wake.
     parked: AtomicUsize,
+    /// Plans counting against this ceiling that GPU completion will not give back: each
+    /// has a [`StandingLease`](crate::StandingLease) out (a graph that can still run it,
+    /// a plan kept for the process's life). Once they fill the ceiling, a miss that found no
+    /// room fails at once ([`Error::CeilingHeld`](crate::Error::CeilingHeld)): nothing it
+    /// could wait for would free a slot.
+    standing: AtomicUsize,
     lock: Mutex<()>,
     cond: Condvar,
     /// The caches holding plans against this ceiling, so that a miss in one can ask the
@@ -92,6 +98,7 @@ impl LiveCeiling {
             epoch: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
             parked: AtomicUsize::new(0),
+            standing: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cond: Condvar::new(),
             members: Members::default(),
@@ -125,6 +132,36 @@ impl LiveCeiling {
     /// The most handles ever alive at once.
     pub fn peak(&self) -> usize {
         self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Plans held by standing leases right now (see `standing`): slots that no completion
+    /// of GPU work will give back.
+    ///
+    /// ```
+    /// let c = hipfft_pool::LiveCeiling::new(4);
+    /// assert_eq!(c.standing(), 0);
+    /// ```
+    pub fn standing(&self) -> usize {
+        self.standing.load(Ordering::SeqCst)
+    }
+
+    /// Whether every slot is held by a standing plan: a miss could only wait for somebody
+    /// to let one go, which no GPU work will do.
+    pub(crate) fn all_standing(&self) -> bool {
+        self.standing() >= self.limit
+    }
+
+    /// A plan became standing (its first standing lease).
+    pub(crate) fn stand(&self) {
+        self.standing.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A plan stopped standing (its last standing lease went): a waiter that failed on a
+    /// full ceiling of standing plans may now find room once the plan is idle.
+    pub(crate) fn unstand(&self) {
+        let prev = self.standing.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(prev > 0, "standing count went below zero");
+        self.notify();
     }
 
     /// Threads waiting for a change right now.

@@ -368,6 +368,9 @@ pub(crate) struct PlanEntry {
     pub prior_uses: u64,
     /// GreedyDual's inflation when it was last used, as `f64` bits.
     pub base: AtomicU64,
+    /// Standing leases on it (`StandingLease`): the plan counts as standing on its ceiling
+    /// while there is one.
+    pub standing: AtomicUsize,
 }
 
 // The lines `PlanEntry`'s comment promises: an execution's lock word is off the first line

@@ -4,7 +4,6 @@
 //! one atomic decrement, plus a channel send for the last lease of an evicted plan), so it
 //! is safe where HIP calls are forbidden, such as a stream host callback.
 
-use std::ffi::c_void;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -14,7 +13,7 @@ use crate::pool::batch::Added;
 use crate::pool::entry::{Core, Held, PlanEntry};
 use crate::error::{Error, Result};
 use crate::observe::counters::Counters;
-use crate::runtime::boundary::{DevicePtr, HostCall, RawPlan, RawStream, with_device};
+use crate::runtime::boundary::{DevicePtr, RawPlan, RawStream, with_device};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// One execution's hold on a cached plan, from [`PlanPool::acquire`](crate::PlanPool::acquire).
@@ -499,6 +498,13 @@ impl Lease {
     /// Releases once the work enqueued so far on `stream` completes: the pool records an
     /// event there and its completion thread releases the lease when the event fires.
     ///
+    /// On a stream that is capturing a graph it is refused ([`Error::InvalidArgument`]
+    /// naming `stream`) and the lease comes back: a captured execution runs each time a graph
+    /// holding it is launched, and a framework may keep instantiated graphs and update them
+    /// in place long after the launch. Hold the lease (as a [`StandingLease`], so that a full
+    /// ceiling fails at once instead of waiting for it) until every graph and instantiated
+    /// graph that holds the transform is destroyed, then [`release`](Lease::release) it.
+    ///
     /// # Safety
     /// `stream` is [`RawStream::NULL`] or a live stream of the pool's runtime (an event is
     /// recorded on it now; it may be destroyed afterwards).
@@ -523,27 +529,13 @@ impl Lease {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub unsafe fn release_after(self, stream: RawStream) -> Result<(), ReleaseAfterError> {
-        // On a capturing stream an event would be captured too and prove nothing when
-        // queried: the release rides in a host node after the captured work instead.
+        // An event recorded during a capture proves nothing when queried, and a captured
+        // execution runs whenever its graph is launched, as often as it is: only the holder
+        // knows when the last graph that holds it is gone.
         // SAFETY: the caller's promise on `stream`.
         if let Ok(true) = unsafe { self.entry.core.runtime.stream_is_capturing(stream) } {
-            let core = self.entry.core.clone();
-            let rt = &*core.runtime;
-            core.note_capture();
-            let device = self.entry.desc.device;
-            let data = CapturedRelease::leak(self);
-            // SAFETY: `release_on_run` may run on any thread and calls no GPU runtime; the
-            // record it reads is never freed once a host node refers to it.
-            let call = unsafe { HostCall::new(release_on_run, data) };
-            // SAFETY: as above, on the caller's live stream.
-            return match with_device(rt, device, || unsafe { rt.launch_host_fn(stream, call) }) {
-                Ok(()) => Ok(()),
-                // SAFETY: the launch failed, so no host node refers to `data`.
-                Err(error) => match unsafe { CapturedRelease::reclaim(data) } {
-                    Some(lease) => Err(ReleaseAfterError { error, lease }),
-                    None => Ok(()), // unreachable: nothing took the lease out
-                },
-            };
+            self.entry.core.note_capture();
+            return Err(ReleaseAfterError { error: captured_release(stream), lease: self });
         }
         // SAFETY: the caller's promise, passed on.
         unsafe { PlanEntry::release_after(self.into_entry(), stream) }
@@ -559,8 +551,9 @@ impl Lease {
     ///
     /// Whether the stream is capturing a graph is asked once per batch, by the call that
     /// opens it, not on every call: on a capturing stream no batch opens and the lease takes
-    /// the [`Lease::release_after`] path (a host node after its work in the graph). So do
-    /// the streams 0, 1 and 2 (legacy and per-thread default streams, which name a different
+    /// the [`Lease::release_after`] path, which refuses it: the lease is then kept for the
+    /// process's life as a [`StandingLease`] (nothing else could tell when the graphs that hold
+    /// it are gone) and the error says so. So do the streams 0, 1 and 2 (legacy and per-thread default streams, which name a different
     /// stream on each thread). A batch is not ended inside a capture: the call that fills
     /// it then lets it grow, and `end_batch` returns an error and leaves it open. Until its
     /// batch ends, the lease holds its plan as any lease does: a miss at a full ceiling
@@ -648,6 +641,11 @@ impl Lease {
         // SAFETY: the caller's promise.
         match unsafe { self.release_after(stream) } {
             Ok(()) => Ok(()),
+            Err(ReleaseAfterError { error: error @ Error::InvalidArgument { name: "stream", .. }, lease }) => {
+                // Captured: held for good, counted as standing on its ceiling.
+                std::mem::forget(lease.into_standing());
+                Err(error)
+            }
             Err(ReleaseAfterError { error, lease }) => {
                 let core = lease.entry.core.clone();
                 release_after_failed(&core, device, stream, vec![lease.into_entry()], error)
@@ -697,6 +695,123 @@ fn null_device_pointer(name: &'static str) -> Error {
 #[inline(never)]
 fn no_work_area(work_size: usize) -> Error {
     Error::invalid_argument("work_area", format!("null, but the plan needs a work area of {work_size} bytes"))
+}
+
+#[cold]
+#[inline(never)]
+fn captured_release(stream: RawStream) -> Error {
+    Error::invalid_argument(
+        "stream",
+        format!(
+            "{:#x} is capturing a graph: a captured execution runs each time a graph holding it is launched, so no event \
+             can tell when its plan is free; hold the lease until every graph and instantiated graph holding the \
+             transform is destroyed, then release it",
+            stream.0
+        ),
+    )
+}
+
+/// A lease that GPU completion does not give back: held for as long as something outside
+/// the pool needs the plan (a graph that can still run its kernels, a plan kept for the
+/// process's life). While a plan has one it counts as *standing* on its ceiling
+/// ([`LiveCeiling::standing`](crate::LiveCeiling::standing)); a miss that finds every slot of
+/// its ceiling standing fails at once with [`Error::CeilingHeld`] instead of waiting out its
+/// timeout, since no completion would free a slot.
+///
+/// Dropping it releases the lease at once, as [`Lease::release`] does: the holder vouches
+/// that nothing still runs the plan.
+///
+/// # Examples
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use hipfft_pool::{Error, LiveCeiling, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+/// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+/// let ceiling = LiveCeiling::new(1);
+/// let pool = PlanPool::new(PoolConfig::builder().capacity(1).shared_ceiling(ceiling.clone()).build()?, runtime)?;
+/// let held = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?.into_standing();
+/// assert_eq!(ceiling.standing(), 1);
+/// // The one slot is held by something no GPU work will release: a miss fails at once.
+/// let e = pool.acquire(&PlanDesc::new(TransformType::C2C, &[128], 1)).unwrap_err();
+/// assert!(matches!(e, Error::CeilingHeld { standing: 1, ceiling: 1, .. }), "{e}");
+/// drop(held); // let go: the plan is idle, and the next miss evicts it
+/// assert!(pool.acquire(&PlanDesc::new(TransformType::C2C, &[128], 1)).is_ok());
+/// # Ok::<(), hipfft_pool::Error>(())
+/// ```
+pub struct StandingLease {
+    lease: ManuallyDrop<Lease>,
+}
+
+impl Lease {
+    /// This lease as a [`StandingLease`]: its plan counts as standing on its ceiling until
+    /// the last standing lease on it goes.
+    ///
+    /// # Examples
+    ///
+    /// See [`StandingLease`].
+    pub fn into_standing(self) -> StandingLease {
+        let e: &PlanEntry = &self.entry;
+        if e.standing.fetch_add(1, Ordering::SeqCst) == 0 {
+            e.dev.ceiling.stand();
+        }
+        StandingLease { lease: ManuallyDrop::new(self) }
+    }
+}
+
+impl StandingLease {
+    /// The lease again, no longer standing (to release it after its stream's work, say).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{LiveCeiling, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let ceiling = LiveCeiling::new(4);
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).shared_ceiling(ceiling.clone()).build()?, runtime)?;
+    /// let held = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?.into_standing();
+    /// let lease = held.into_lease();
+    /// assert_eq!(ceiling.standing(), 0);
+    /// lease.release();
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn into_lease(self) -> Lease {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or used again: the lease moves out exactly once.
+        let lease = unsafe { ManuallyDrop::take(&mut this.lease) };
+        unstand(&lease);
+        lease
+    }
+}
+
+fn unstand(lease: &Lease) {
+    let e: &PlanEntry = &lease.entry;
+    if e.standing.fetch_sub(1, Ordering::SeqCst) == 1 {
+        e.dev.ceiling.unstand();
+    }
+}
+
+impl std::ops::Deref for StandingLease {
+    type Target = Lease;
+    fn deref(&self) -> &Lease {
+        &self.lease
+    }
+}
+
+impl fmt::Debug for StandingLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StandingLease").field(&*self.lease).finish()
+    }
+}
+
+impl Drop for StandingLease {
+    /// Releases at once (see the type's comment). Never panics.
+    fn drop(&mut self) {
+        // SAFETY: dropped once: the lease moves out exactly once.
+        let lease = unsafe { ManuallyDrop::take(&mut self.lease) };
+        unstand(&lease);
+        lease.release();
+    }
 }
 
 impl Drop for Lease {
@@ -762,93 +877,6 @@ pub(crate) fn release_after_failed(core: &Core, device: i32, stream: RawStream, 
             Err(error)
         }
     }
-}
-
-/// The lease of one execution captured into a graph, released by the first run of the
-/// host node that follows it in the graph ([`Lease::release_after`] on a capturing stream).
-///
-/// A graph can be launched any number of times, so the record is never freed once a host
-/// node refers to it: each captured release leaves one (a few dozen bytes) for the life of
-/// the process. Only the first run releases. A graph relaunched after that would run a plan
-/// the pool may have destroyed: a host that replays graphs keeps its leases instead.
-pub struct CapturedRelease {
-    lease: parking_lot::Mutex<Option<Lease>>,
-}
-
-impl CapturedRelease {
-    /// A record owning `lease`, as a host function's `data` pointer (leaked on purpose).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use hipfft_pool::{CapturedRelease, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
-    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
-    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
-    /// # let pool = PlanPool::new(config, runtime.clone())?;
-    /// let data = CapturedRelease::leak(pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?);
-    /// // No host node was enqueued with it: take the lease back.
-    /// // SAFETY: `data` came from `leak` and no host node refers to it.
-    /// let lease = unsafe { CapturedRelease::reclaim(data) }.unwrap();
-    /// lease.release();
-    /// # Ok::<(), hipfft_pool::Error>(())
-    /// ```
-    pub fn leak(lease: Lease) -> *mut c_void {
-        Box::into_raw(Box::new(CapturedRelease { lease: parking_lot::Mutex::new(Some(lease)) })) as *mut c_void
-    }
-
-    /// Takes the lease back from a record whose host node was never enqueued, and frees it.
-    ///
-    /// # Safety
-    /// `data` came from [`CapturedRelease::leak`] and no host node refers to it.
-    ///
-    /// # Examples
-    ///
-    /// See [`CapturedRelease::leak`].
-    pub unsafe fn reclaim(data: *mut c_void) -> Option<Lease> {
-        // SAFETY: the caller's contract: the box is ours alone again.
-        let record = unsafe { Box::from_raw(data as *mut CapturedRelease) };
-        record.lease.lock().take()
-    }
-
-    /// The lease, on the host node's first run; `None` on later runs (a relaunched graph).
-    ///
-    /// # Safety
-    /// `data` came from [`CapturedRelease::leak`] and was not reclaimed.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// # use hipfft_pool::{CapturedRelease, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
-    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
-    /// # let config = PoolConfig::builder().capacity(4).private_ceiling(8).build()?;
-    /// # let pool = PlanPool::new(config, runtime.clone())?;
-    /// let data = CapturedRelease::leak(pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?);
-    /// // SAFETY: from `leak`, not reclaimed (and, here, never freed: as a host node's record).
-    /// unsafe {
-    ///     CapturedRelease::take(data).unwrap().release(); // the first run
-    ///     assert!(CapturedRelease::take(data).is_none()); // a relaunch
-    /// }
-    /// # Ok::<(), hipfft_pool::Error>(())
-    /// ```
-    pub unsafe fn take(data: *mut c_void) -> Option<Lease> {
-        // SAFETY: the caller's contract: a live record, only ever read through `&`.
-        let record = unsafe { &*(data as *const CapturedRelease) };
-        record.lease.lock().take()
-    }
-}
-
-/// The host function of a captured release: releases at once (the captured work before it
-/// in the graph has run), with no GPU runtime call, as a stream callback must.
-unsafe extern "C" fn release_on_run(data: *mut c_void) {
-    // A panic must not unwind into the runtime's callback thread.
-    let _ = std::panic::catch_unwind(|| {
-        // SAFETY: `data` is a record from `CapturedRelease::leak` that a host node refers to.
-        if let Some(lease) = unsafe { CapturedRelease::take(data) } {
-            lease.release();
-        }
-    });
 }
 
 // So that `?` works on `release_after` in any function returning the crate's `Result`.

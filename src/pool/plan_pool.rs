@@ -800,6 +800,12 @@ impl PlanPool {
                     }
                 }
                 Step::Wait => {
+                    // Every slot held by a plan no GPU work will give back: waiting could
+                    // only end in the timeout.
+                    if dev.ceiling.all_standing() {
+                        drop(registered.take());
+                        return Err(self.held_error(desc));
+                    }
                     // Nothing idle of our own: another pool at this ceiling may sit on idle
                     // plans. One reclaim per wake-up, like our own evictions.
                     if !reclaimed_since_wake && dev.ceiling.reclaim_from_others(Arc::as_ptr(&self.cache) as *const ()) {
@@ -861,6 +867,13 @@ impl PlanPool {
             tracing::warn!("{w}");
         }
         f
+    }
+
+    #[cold]
+    fn held_error(&self, desc: &PlanDesc) -> Error {
+        let c = self.core.device(desc.device).ceiling.clone();
+        let standing = c.standing();
+        Error::CeilingHeld { device: desc.device, standing, ceiling: c.limit(), needed: standing + 1 }
     }
 
     fn timeout_error(&self, desc: &PlanDesc, started: Instant, joined_creation: bool) -> Error {
@@ -997,6 +1010,7 @@ impl PlanPool {
             prior_uses,
             base: AtomicU64::new(base.to_bits()),
             exec_lock: parking::Mutex::new(Default::default()),
+            standing: crate::sync::AtomicUsize::new(0),
         });
         let mut victims = Vec::new();
         let shut_down = {

@@ -77,7 +77,7 @@ pub fn enqueue(rt: &Arc<dyn Runtime>, lease: &Lease, stream: &Stream, seed: u64)
 
 impl Job {
     /// Waits for the stream and returns the relative error against the reference.
-    pub fn check(self, stream: &Stream) -> f64 {
+    pub fn check(&self, stream: &Stream) -> f64 {
         stream.synchronize().unwrap();
         let got = self.d_out.to_host().unwrap();
         let want = reference::expected_output(&self.desc, self.direction, &self.input);

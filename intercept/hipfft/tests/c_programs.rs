@@ -146,62 +146,21 @@ fn only_hipfft_names_and_hfp_intercept_are_exported() {
     }
 }
 
-/// MLX 0.32.2's deferred graph launches through the hipFFT API (see the harness).
+/// MLX's graph pattern at every ceiling from 2 up (see the harness).
 #[test]
-fn mlx_deferred_graph_launches_give_right_values_under_every_policy() {
-    mlx_deferred_graph_launches(program(), LIB);
+fn mlx_graphs_give_right_values_or_a_clear_error_at_every_ceiling() {
+    mlx_graphs_at_every_ceiling(program(), LIB);
 }
 
 #[test]
-fn handles_destroyed_before_their_graphs_launch_keep_their_plans_until_then() {
-    mlx_cache_destroys_handles_before_their_graphs_launch(program(), LIB);
+fn mlx_under_pin_keeps_every_captured_plan_for_good() {
+    mlx_under_pin_keeps_every_captured_plan(program(), LIB);
 }
 
-/// Resident plans leave the rest of the ceiling to command buffers (see the harness).
+/// Captured executions under each policy at a small ceiling (see the harness).
 #[test]
-fn resident_plans_leave_room_for_command_buffers_under_the_ceiling() {
-    mlx_residents_leave_room_for_buffers_under_the_ceiling(program(), LIB);
-}
-
-/// Executions captured into graphs on the simulated runtime's capture model, under each
-/// capture policy and a ceiling of 4: every captured transform gives the right numbers at
-/// each launch, a plan not prepared before the capture is refused, and the sim records no
-/// misuse (no plan made or destroyed and no event recorded inside a capture, no graph run
-/// on a destroyed plan).
-#[test]
-fn captured_executions_hold_their_plans_until_the_graph_ran() {
-    for (policy, ceiling) in [("auto", "4"), ("release-on-run", "4"), ("pin", "24")] {
-        let dir = work_dir(&format!("{LIB}_capture_{policy}"));
-        let out = dir.join("m.json");
-        let env = [
-            ("HIPFFT_POOL_RUNTIME", "sim"),
-            // `pin` keeps every captured plan for good: its 16 descriptors need room.
-            ("HIPFFT_POOL_LIVE_CEILING", ceiling),
-            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
-            ("HIPFFT_POOL_CAPTURE", policy),
-            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
-        ];
-        let o = run(program(), &["capture", "16"], &env, true);
-        assert!(stdout(&o).contains("ok 16 captured handles"), "{policy}: {}", show(&o));
-        let m = metrics(&out);
-        assert!(get(&m, "sim_peak_live_handles") <= ceiling.parse().unwrap(), "{policy}: {m}");
-        assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{policy}: {m}");
-        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
-        // Every execution is captured: those of handles that knew their resident plan are
-        // counted as `resident_execs` (no capture check on that path).
-        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 17, "{policy}: {m}");
-        assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
-        // Captures whose plans may be destroyed after their graph ran say so, once.
-        let warned = String::from_utf8_lossy(&o.stderr).matches("captured executions beyond the").count();
-        assert_eq!(warned, usize::from(policy != "pin"), "{policy}: {}", show(&o));
-        let released = get(&m, "captured_released");
-        match policy {
-            "release-on-run" => assert_eq!(released, 17, "{m}"),
-            // The first handle and handle 12 share a descriptor (n=32, batch 2).
-            "pin" => assert_eq!((released, get(&m, "capture_residents"), get(&m, "destroys")), (0, 16, 0), "{m}"),
-            _ => assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (1, 1), "{m}"),
-        }
-    }
+fn captured_executions_hold_their_plans_until_no_graph_holds_them() {
+    captured_executions_at_a_small_ceiling(program(), LIB);
 }
 
 #[test]

@@ -77,10 +77,26 @@ long hfp_intercept_sim_created(void);
 long hfp_intercept_virtual_handles_live(void);
 int hfp_intercept_stream_create(void **stream);
 int hfp_intercept_write_metrics(const char *path);
+/* The simulated runtime's graph calls, shaped as the CUDA and HIP ones (0 or -1). */
 int hfp_intercept_sim_begin_capture(void *stream);
 int hfp_intercept_sim_end_capture(void *stream, void **graph);
-int hfp_intercept_sim_graph_launch(void *graph, void *stream);
-void hfp_intercept_sim_graph_destroy(void *graph);
+int hfp_intercept_sim_graph_create(void **graph);
+int hfp_intercept_sim_graph_destroy(void *graph);
+int hfp_intercept_sim_graph_get_nodes(void *graph, void **nodes, size_t *count);
+int hfp_intercept_sim_node_type(void *node); /* 0 kernel, 1 child graph, 2 host, 3 copy, 4 empty */
+int hfp_intercept_sim_kernel_node_get_params(void *node, void **func, void **args);
+int hfp_intercept_sim_kernel_node_set_params(void *node, void *func, void *args);
+int hfp_intercept_sim_graph_add_kernel_node(void **node, void *graph, void **deps, size_t ndeps, void *func, void *args);
+int hfp_intercept_sim_graph_add_child_graph_node(void **node, void *graph, void **deps, size_t ndeps, void *child);
+int hfp_intercept_sim_child_graph_node_get_graph(void *node, void **graph);
+int hfp_intercept_sim_graph_add_empty_node(void **node, void *graph, void **deps, size_t ndeps);
+int hfp_intercept_sim_graph_clone(void **clone, void *graph);
+int hfp_intercept_sim_graph_instantiate(void **exec, void *graph);
+int hfp_intercept_sim_graph_exec_update(void *exec, void *graph); /* 0 updated, 1 topologies differ */
+int hfp_intercept_sim_graph_exec_kernel_node_set_params(void *exec, void *node, void *func, void *args);
+int hfp_intercept_sim_graph_launch(void *exec, void *stream);
+int hfp_intercept_sim_graph_exec_destroy(void *exec);
+int hfp_intercept_sim_live_graphs(size_t *graphs, size_t *execs);
 long hfp_intercept_sim_violations(void);
 long hfp_intercept_sim_settings_calls(void);
 

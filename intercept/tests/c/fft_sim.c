@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fft_api.h"
 
@@ -460,7 +461,7 @@ static int memo(void) {
 }
 
 /* One C2C n-point transform of `batch` rows through `plan` on `stream`, captured into a graph
- * that is launched twice; the output is checked after each launch. */
+ * that is instantiated and launched twice; the output is checked after each launch. */
 static void captured(handle_t plan, void *stream, int n, int batch, const char *what) {
   int dims[1] = {n};
   cplx *x = calloc((size_t)n * batch, sizeof(cplx)), *y = calloc((size_t)n * batch, sizeof(cplx));
@@ -475,18 +476,20 @@ static void captured(handle_t plan, void *stream, int n, int batch, const char *
   OK(FFT(SetStream)(plan, stream)); /* outside the capture: the interposer prepares the plan */
   CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "%s: begin capture", what);
   CHECK(FFT(ExecC2C)(plan, in, out, DIR_FORWARD) == R_SUCCESS, "%s: captured exec", what);
-  void *graph = NULL;
+  void *graph = NULL, *exec = NULL;
   CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "%s: end capture", what);
   hfp_intercept_synchronize();
   CHECK(out[0] == 0.0f && out[1] == 0.0f, "%s: the transform ran before its graph was launched", what);
+  CHECK(hfp_intercept_sim_graph_instantiate(&exec, graph) == 0, "%s: instantiate", what);
   for (int launch = 0; launch < 2; launch++) {
     memset(out, 0, sizeof(float) * n * batch * 2);
-    CHECK(hfp_intercept_sim_graph_launch(graph, stream) == 0, "%s: launch", what);
+    CHECK(hfp_intercept_sim_graph_launch(exec, stream) == 0, "%s: launch", what);
     CHECK(hfp_intercept_synchronize() == 0, "%s: synchronize", what);
     double e = rel_err(out, 0, want, n * batch * 2);
     CHECK(e < 1e-4, "%s: launch %d relative error %g", what, launch, e);
   }
-  hfp_intercept_sim_graph_destroy(graph);
+  CHECK(hfp_intercept_sim_graph_exec_destroy(exec) == 0, "%s: destroy the instantiation", what);
+  CHECK(hfp_intercept_sim_graph_destroy(graph) == 0, "%s: destroy the graph", what);
   free(x); free(y); free(in); free(out); free(want);
 }
 
@@ -555,29 +558,59 @@ static int capture(int count) {
 
 /* ---- MLX's pattern ---- */
 
-/* Ops per command buffer: 3, or FFT_SIM_OPS_PER_COMMIT (at most MLX_MAX_OPS; MLX's CUDA
- * backend commits every few ops, more distinct plans in one buffer need more of the ceiling). */
-enum { MLX_MAX_OPS = 16, MLX_MAX_GRAPHS = 2 * MLX_MAX_OPS, MLX_MAX_SHAPES = 64 };
+/* Ops per command buffer: 3, or FFT_SIM_OPS_PER_COMMIT (MLX_MAX_OPS_PER_BUFFER; more
+ * distinct plans in one buffer need more of the ceiling). Kept instantiations: 16, or
+ * FFT_SIM_EXEC_CACHE (MLX_CUDA_GRAPH_CACHE_SIZE). */
+enum { MLX_MAX_OPS = 16, MLX_MAX_TEMPS = 4 * MLX_MAX_OPS, MLX_MAX_SHAPES = 64, MLX_MAX_EXECS = 64 };
 
-typedef struct { int n, batch; handle_t h; size_t ws; int made; long used; } mlx_plan;
+typedef struct { int n, rank, batch; handle_t h; size_t ws; int made; long used; } mlx_plan;
 typedef struct {
-  void *graphs[MLX_MAX_GRAPHS];
-  void *temps[3 * MLX_MAX_GRAPHS];
-  int ngraphs, ntemps;
-  /* per op: input, final output, its reference */
+  void *graph; /* the command buffer's graph */
+  void *last;  /* its last node: the next depends on it */
+  void *temps[MLX_MAX_TEMPS];
+  int ntemps;
+  /* per op: final output, its reference, whether every call of it succeeded */
   float *out[MLX_MAX_OPS];
   double *want[MLX_MAX_OPS];
-  int len[MLX_MAX_OPS], nops;
+  int len[MLX_MAX_OPS], ok[MLX_MAX_OPS], nops;
 } mlx_buffer;
+typedef struct { char key[256]; void *exec; long used; } mlx_exec;
+
+/* What a run found: values right, values wrong (never allowed), calls that failed with a
+ * message naming the ceiling, and those that failed without one (never allowed). */
+static long mlx_right, mlx_wrong, mlx_clear, mlx_unclear;
+static double mlx_slowest_failure_ms;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* A library call of an op: `r` its result, `t0` when it started. A failure must say what
+ * to raise, and come at once rather than after the whole acquire timeout. */
+static int mlx_call(result_t r, double t0, const char *what) {
+  if (r == R_SUCCESS) return 1;
+  double took = now_ms() - t0;
+  if (took > mlx_slowest_failure_ms) mlx_slowest_failure_ms = took;
+  const char *m = hfp_intercept_last_error();
+  if (strstr(m, "HIPFFT_POOL_LIVE_CEILING")) {
+    mlx_clear++;
+  } else {
+    mlx_unclear++;
+    printf("FAIL %s returned %d without naming the ceiling: %s\n", what, (int)r, m);
+  }
+  return 0;
+}
 
 /* MLX's plan cache, of `capacity` handles: a full cache destroys its least recently used
- * handle at once, even while an execution of it sits in a graph not yet launched (MLX 0.32.2
- * natively at a small cache then crashes with an illegal memory access: docs/frameworks.md). */
-static mlx_plan *mlx_get_plan(mlx_plan *cache, int capacity, int n, int batch) {
+ * handle at once, even while an execution of it sits in a graph not yet launched, or in an
+ * instantiation MLX keeps. NULL if the plan could not be made (a failure counted). */
+static mlx_plan *mlx_get_plan(mlx_plan *cache, int capacity, int n, int rank, int batch) {
   static long clock = 0;
   clock++;
   for (int i = 0; i < MLX_MAX_SHAPES; i++)
-    if (cache[i].made && cache[i].n == n && cache[i].batch == batch) { cache[i].used = clock; return &cache[i]; }
+    if (cache[i].made && cache[i].n == n && cache[i].rank == rank && cache[i].batch == batch) { cache[i].used = clock; return &cache[i]; }
   int made = 0, lru = -1;
   for (int i = 0; i < MLX_MAX_SHAPES; i++)
     if (cache[i].made) { made++; if (lru < 0 || cache[i].used < cache[lru].used) lru = i; }
@@ -588,106 +621,209 @@ static mlx_plan *mlx_get_plan(mlx_plan *cache, int capacity, int n, int batch) {
   for (int i = 0; i < MLX_MAX_SHAPES; i++) {
     if (cache[i].made) continue;
     mlx_plan *p = &cache[i];
-    p->n = n; p->batch = batch; p->made = 1; p->used = clock;
+    p->n = n; p->rank = rank; p->batch = batch; p->used = clock;
     OK(FFT(Create)(&p->h));
     OK(FFT(SetAutoAllocation)(p->h, 0));
-    long long ln = n, emb = n;
-    OK(FFT(XtMakePlanMany)(p->h, 1, &ln, &emb, 1, n, DT_C_32F, &emb, 1, n, DT_C_32F, batch, &p->ws, DT_C_32F));
+    long long ln[2] = {n, n}, emb[2] = {n, n}, dist = rank == 2 ? (long long)n * n : n;
+    double t0 = now_ms();
+    result_t r = FFT(XtMakePlanMany)(p->h, rank, ln, emb, 1, dist, DT_C_32F, emb, 1, dist, DT_C_32F, batch, &p->ws, DT_C_32F);
+    if (!mlx_call(r, t0, "XtMakePlanMany")) {
+      OK(FFT(Destroy)(p->h));
+      return NULL;
+    }
+    p->made = 1;
     return p;
   }
   return NULL;
 }
 
+/* The topology of a graph, as MLX's subgraph_to_key writes it: K per kernel, (...) per child. */
+static void mlx_key(void *graph, char *key, size_t room) {
+  void *nodes[64];
+  size_t n = 64;
+  if (hfp_intercept_sim_graph_get_nodes(graph, nodes, &n) != 0) n = 0;
+  size_t at = strlen(key);
+  for (size_t i = 0; i < n && at + 3 < room; i++) {
+    int t = hfp_intercept_sim_node_type(nodes[i]);
+    if (t == 1) {
+      void *child = NULL;
+      key[at++] = '(';
+      key[at] = 0;
+      if (hfp_intercept_sim_child_graph_node_get_graph(nodes[i], &child) == 0) mlx_key(child, key, room - 1);
+      at = strlen(key);
+      key[at++] = ')';
+    } else {
+      key[at++] = t == 0 ? 'K' : 'N';
+    }
+    key[at] = 0;
+  }
+}
+
 /* One step as fft.cu's execute_fft does it: set stream, a fresh work area (a temporary of the
- * command buffer), set work area, then the exec inside a capture of its own. */
-static void mlx_step(mlx_plan *p, void *stream, float *in, float *out, mlx_buffer *cb) {
-  OK(FFT(SetStream)(p->h, stream));
+ * command buffer), set work area, then the exec inside a capture of its own, whose graph goes
+ * into the buffer's: a lone kernel copied as a kernel node, anything else as a child graph. */
+static int mlx_step(mlx_plan *p, void *stream, float *in, float *out, mlx_buffer *cb) {
+  double t0 = now_ms();
+  if (!mlx_call(FFT(SetStream)(p->h, stream), t0, "SetStream")) return 0;
   void *ws = p->ws ? malloc(p->ws) : NULL;
   if (ws) cb->temps[cb->ntemps++] = ws;
-  OK(FFT(SetWorkArea)(p->h, ws));
+  t0 = now_ms();
+  if (!mlx_call(FFT(SetWorkArea)(p->h, ws), t0, "SetWorkArea")) return 0;
   long settings = hfp_intercept_sim_settings_calls();
   CHECK(hfp_intercept_sim_begin_capture(stream) == 0, "begin capture");
-  CHECK(FFT(XtExec)(p->h, in, out, DIR_FORWARD) == R_SUCCESS, "captured XtExec n=%d batch=%d", p->n, p->batch);
-  void *graph = NULL;
-  CHECK(hfp_intercept_sim_end_capture(stream, &graph) == 0, "end capture");
+  t0 = now_ms();
+  int ran = mlx_call(FFT(XtExec)(p->h, in, out, DIR_FORWARD), t0, "XtExec");
+  void *g = NULL;
+  CHECK(hfp_intercept_sim_end_capture(stream, &g) == 0, "end capture");
+  if (!ran) {
+    hfp_intercept_sim_graph_destroy(g);
+    return 0;
+  }
   /* Stream and area were passed on to the real plan when they were set, outside the capture,
    * as natively: the capture holds the transform alone. */
   CHECK(hfp_intercept_sim_settings_calls() == settings, "n=%d batch=%d: %ld SetStream/SetWorkArea calls inside the capture",
         p->n, p->batch, hfp_intercept_sim_settings_calls() - settings);
-  cb->graphs[cb->ngraphs++] = graph;
+  void *nodes[8];
+  size_t n = 8;
+  CHECK(hfp_intercept_sim_graph_get_nodes(g, nodes, &n) == 0, "nodes of the capture");
+  void *node = NULL, **deps = cb->last ? &cb->last : NULL;
+  if (n == 1 && hfp_intercept_sim_node_type(nodes[0]) == 0) {
+    void *func = NULL, *args = NULL;
+    CHECK(hfp_intercept_sim_kernel_node_get_params(nodes[0], &func, &args) == 0, "kernel params");
+    CHECK(hfp_intercept_sim_graph_add_kernel_node(&node, cb->graph, deps, deps ? 1 : 0, func, args) == 0, "copy the kernel");
+  } else {
+    CHECK(hfp_intercept_sim_graph_add_child_graph_node(&node, cb->graph, deps, deps ? 1 : 0, g) == 0, "child graph");
+  }
+  cb->last = node;
+  CHECK(hfp_intercept_sim_graph_destroy(g) == 0, "destroy the capture's graph");
+  return 1;
 }
 
-/* The commit: launch the command buffer's graphs in order, wait, check every op's result,
- * free the temporaries (work areas and intermediates). */
-static void mlx_commit(void *stream, mlx_buffer *cb, int *checked) {
-  for (int g = 0; g < cb->ngraphs; g++) {
-    CHECK(hfp_intercept_sim_graph_launch(cb->graphs[g], stream) == 0, "launch");
+/* The commit: the buffer's graph updates the kept instantiation of its topology in place (or
+ * a new one is made, the least recently used kept one destroyed past the cache's size), which
+ * is launched; then every op's result is checked and the temporaries freed. */
+static void mlx_commit(void *stream, mlx_buffer *cb, mlx_exec *execs, int exec_cache) {
+  static long clock = 0;
+  clock++;
+  size_t n = 0;
+  hfp_intercept_sim_graph_get_nodes(cb->graph, NULL, &n);
+  if (n > 0) {
+    char key[256] = "";
+    mlx_key(cb->graph, key, sizeof key);
+    mlx_exec *e = NULL, *lru = NULL, *free_slot = NULL;
+    for (int i = 0; i < exec_cache; i++) {
+      if (!execs[i].exec) { if (!free_slot) free_slot = &execs[i]; continue; }
+      if (!strcmp(execs[i].key, key)) e = &execs[i];
+      if (!lru || execs[i].used < lru->used) lru = &execs[i];
+    }
+    if (e && hfp_intercept_sim_graph_exec_update(e->exec, cb->graph) != 0) {
+      CHECK(hfp_intercept_sim_graph_exec_destroy(e->exec) == 0, "destroy a stale instantiation");
+      e->exec = NULL;
+    }
+    if (!e || !e->exec) {
+      if (!e) {
+        e = free_slot ? free_slot : lru;
+        if (e->exec) CHECK(hfp_intercept_sim_graph_exec_destroy(e->exec) == 0, "destroy the oldest instantiation");
+      }
+      snprintf(e->key, sizeof e->key, "%s", key);
+      CHECK(hfp_intercept_sim_graph_instantiate(&e->exec, cb->graph) == 0, "instantiate");
+    }
+    e->used = clock;
+    CHECK(hfp_intercept_sim_graph_launch(e->exec, stream) == 0, "launch");
   }
   CHECK(hfp_intercept_synchronize() == 0, "synchronize");
-  for (int g = 0; g < cb->ngraphs; g++) hfp_intercept_sim_graph_destroy(cb->graphs[g]);
+  CHECK(hfp_intercept_sim_graph_destroy(cb->graph) == 0, "destroy the buffer's graph");
   for (int o = 0; o < cb->nops; o++) {
-    double e = rel_err(cb->out[o], 0, cb->want[o], cb->len[o]);
-    CHECK(e < 1e-4, "op %d of a command buffer: relative error %g", *checked, e);
-    (*checked)++;
+    if (cb->ok[o]) {
+      double err = rel_err(cb->out[o], 0, cb->want[o], cb->len[o]);
+      if (err < 1e-4) {
+        mlx_right++;
+      } else {
+        mlx_wrong++;
+        printf("FAIL op of a command buffer: relative error %g\n", err);
+      }
+    }
     free(cb->out[o]); free(cb->want[o]);
   }
   for (int t = 0; t < cb->ntemps; t++) free(cb->temps[t]);
   memset(cb, 0, sizeof(*cb));
+  hfp_intercept_sim_graph_create(&cb->graph);
+}
+
+static int env_int(const char *name, int fallback, int lo, int hi) {
+  const char *v = getenv(name);
+  int x = v ? atoi(v) : fallback;
+  return x < lo || x > hi ? fallback : x;
 }
 
 static int mlx(int shapes, int capacity) {
   if (shapes < 1 || shapes > MLX_MAX_SHAPES) shapes = 20;
   if (capacity < 1 || capacity > MLX_MAX_SHAPES) capacity = MLX_MAX_SHAPES;
+  int ops_per_commit = env_int("FFT_SIM_OPS_PER_COMMIT", 3, 1, MLX_MAX_OPS);
+  int exec_cache = env_int("FFT_SIM_EXEC_CACHE", 16, 1, MLX_MAX_EXECS);
+  int rounds = env_int("FFT_SIM_ROUNDS", 4, 1, 100);
   void *stream = NULL;
   handle_t first;
   OK(FFT(Create)(&first)); /* the runtime exists from the first call on */
   CHECK(hfp_intercept_stream_create(&stream) == 0, "stream");
   mlx_plan *cache = calloc(MLX_MAX_SHAPES, sizeof(mlx_plan));
+  mlx_exec *execs = calloc(MLX_MAX_EXECS, sizeof(mlx_exec));
   mlx_buffer cb;
   memset(&cb, 0, sizeof(cb));
-  int checked = 0;
-  const char *per = getenv("FFT_SIM_OPS_PER_COMMIT");
-  int ops_per_commit = per ? atoi(per) : 3;
-  if (ops_per_commit < 1 || ops_per_commit > MLX_MAX_OPS) ops_per_commit = 3;
-  for (int round = 0; round < 4; round++) {
+  hfp_intercept_sim_graph_create(&cb.graph);
+  long ops = 0;
+  for (int round = 0; round < rounds; round++) {
     for (int k = 0; k < shapes; k++) {
       /* a two-step op (fft2 over rows, as fftn runs one axis after the other): both steps
-       * share one plan key, so one handle serves two captured executions of one buffer */
-      int n = 8 + 2 * (k % 7), batch = 1 + k / 7;
-      int len = n * batch * 2;
+       * share one plan key, so one handle serves two captured executions of one buffer;
+       * every fifth key is a 2-D plan (two kernels: its capture becomes a child graph) */
+      int rank = k % 5 == 4 ? 2 : 1;
+      int n = rank == 2 ? 4 + k % 3 : 8 + 2 * (k % 7), batch = 1 + k / 7;
+      int points = rank == 2 ? n * n : n;
+      int len = points * batch * 2;
       float *in = calloc((size_t)len, sizeof(float)), *mid = calloc((size_t)len, sizeof(float));
       float *out = calloc((size_t)len, sizeof(float));
-      cplx *x = calloc((size_t)n * batch, sizeof(cplx)), *y = calloc((size_t)n * batch, sizeof(cplx));
-      cplx *z = calloc((size_t)n * batch, sizeof(cplx));
-      for (int i = 0; i < n * batch; i++) {
+      cplx *x = calloc((size_t)points * batch, sizeof(cplx)), *y = calloc((size_t)points * batch, sizeof(cplx));
+      cplx *z = calloc((size_t)points * batch, sizeof(cplx));
+      for (int i = 0; i < points * batch; i++) {
         x[i].re = rnd(); x[i].im = rnd();
         in[2 * i] = (float)x[i].re; in[2 * i + 1] = (float)x[i].im;
       }
-      int dims[1] = {n};
-      dft(x, y, dims, 1, batch, -1);
-      dft(y, z, dims, 1, batch, -1);
+      int dims[2] = {n, n};
+      dft(x, y, dims, rank, batch, -1);
+      dft(y, z, dims, rank, batch, -1);
       double *want = calloc((size_t)len, sizeof(double));
-      for (int i = 0; i < n * batch; i++) { want[2 * i] = z[i].re; want[2 * i + 1] = z[i].im; }
-      mlx_plan *p = mlx_get_plan(cache, capacity, n, batch);
-      CHECK(p != NULL, "plan cache full");
-      if (!p) break;
-      mlx_step(p, stream, in, mid, &cb);
-      mlx_step(p, stream, mid, out, &cb);
+      for (int i = 0; i < points * batch; i++) { want[2 * i] = z[i].re; want[2 * i + 1] = z[i].im; }
+      mlx_plan *p = mlx_get_plan(cache, capacity, n, rank, batch);
+      int ok = p && mlx_step(p, stream, in, mid, &cb) && mlx_step(p, stream, mid, out, &cb);
       cb.temps[cb.ntemps++] = in;
       cb.temps[cb.ntemps++] = mid;
-      cb.out[cb.nops] = out; cb.want[cb.nops] = want; cb.len[cb.nops] = len; cb.nops++;
+      cb.out[cb.nops] = out; cb.want[cb.nops] = want; cb.len[cb.nops] = len; cb.ok[cb.nops] = ok; cb.nops++;
+      ops++;
       free(x); free(y); free(z);
-      if (cb.nops == ops_per_commit) mlx_commit(stream, &cb, &checked);
+      if (cb.nops == ops_per_commit) mlx_commit(stream, &cb, execs, exec_cache);
     }
   }
-  if (cb.nops) mlx_commit(stream, &cb, &checked);
+  mlx_commit(stream, &cb, execs, exec_cache);
+  hfp_intercept_sim_graph_destroy(cb.graph);
+  for (int i = 0; i < MLX_MAX_EXECS; i++)
+    if (execs[i].exec) CHECK(hfp_intercept_sim_graph_exec_destroy(execs[i].exec) == 0, "destroy a kept instantiation");
   for (int i = 0; i < MLX_MAX_SHAPES; i++)
     if (cache[i].made) OK(FFT(Destroy)(cache[i].h));
   OK(FFT(Destroy)(first));
+  CHECK(hfp_intercept_synchronize() == 0, "synchronize");
   free(cache);
+  free(execs);
+  size_t graphs = 0, insts = 0;
+  CHECK(hfp_intercept_sim_live_graphs(&graphs, &insts) == 0 && graphs == 0 && insts == 0,
+        "%zu graphs and %zu instantiations left alive", graphs, insts);
   long v = hfp_intercept_sim_violations();
   CHECK(v == 0, "the simulated runtime recorded %ld misuses", v);
-  if (failures == 0) printf("ok %d MLX-pattern ops checked (cache %d); sim peak %ld, no misuse\n", checked, capacity, hfp_intercept_sim_peak_live_handles());
+  CHECK(mlx_wrong == 0, "%ld ops gave wrong values", mlx_wrong);
+  CHECK(mlx_unclear == 0, "%ld calls failed without naming the ceiling", mlx_unclear);
+  printf("mlx: %ld ops, %ld right, %ld wrong, %ld failed calls naming the ceiling, %ld not, slowest failure %.0f ms\n", ops,
+         mlx_right, mlx_wrong, mlx_clear, mlx_unclear, mlx_slowest_failure_ms);
+  if (failures == 0) printf("ok %ld MLX-pattern ops checked (cache %d); sim peak %ld, no misuse\n", mlx_right, capacity, hfp_intercept_sim_peak_live_handles());
   return failures;
 }
 

@@ -121,131 +121,158 @@ pub fn exported(lib: &Path) -> Vec<String> {
     String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| l.split_whitespace().nth(2)).map(str::to_string).collect()
 }
 
-/// MLX's pattern with a plan cache smaller than its keys: an evicted handle is destroyed at
-/// once, while its captured execution may sit in a graph not yet launched, and each capture
-/// holds its transform alone unless the interposer adds a node. Ground truth from the sim:
-/// no graph runs a destroyed plan, and no plan a capture held alone is ever destroyed (MLX
-/// copies such a lone kernel into graphs it keeps and updates: on CUDA a destroyed plan's
-/// code then runs freed, docs/frameworks.md run 22), while the pool still destroys and
-/// remakes the others under the ceiling.
-pub fn mlx_cache_destroys_handles_before_their_graphs_launch(program: &Path, lib: &str) {
-    // `pin` keeps every captured plan for good: 5 keys under the ceiling of 6.
-    for (policy, keys, cache, ceiling) in [
-        ("pin", "5", "2", "6"),
-        ("auto", "20", "2", "6"),
-        ("auto", "20", "4", "6"),
-        ("release-on-run", "20", "4", "6"),
-        ("auto", "20", "2", "64"),
-    ] {
-        let dir = work_dir(&format!("{lib}_mlx_evict_{policy}_{cache}_{ceiling}"));
+/// What one run of `fft_sim mlx` reported: ops, right, wrong, failed calls naming the
+/// ceiling, failed calls not naming it, the slowest failure in milliseconds.
+pub struct MlxRun {
+    pub ops: u64,
+    pub right: u64,
+    pub wrong: u64,
+    pub clear: u64,
+    pub unclear: u64,
+    pub slowest_failure_ms: f64,
+    pub metrics: serde_json::Value,
+    pub output: String,
+}
+
+/// Runs MLX's pattern (`fft_sim mlx KEYS CACHE`: a plan cache of CACHE handles over KEYS
+/// shapes, lone kernels copied into each command buffer's graph and the rest nested as child
+/// graphs, kept instantiations updated in place) with `env` added to the simulated runtime's.
+pub fn mlx_run(program: &Path, dir_name: &str, keys: u32, cache: u32, env: &[(&str, &str)]) -> MlxRun {
+    let dir = work_dir(dir_name);
+    let out = dir.join("m.json");
+    let mut all = vec![("HIPFFT_POOL_RUNTIME", "sim"), ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let o = run(program, &["mlx", &keys.to_string(), &cache.to_string()], &all, false);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("mlx: ")).unwrap_or_else(|| panic!("no summary line\n{}", show(&o)));
+    // "mlx: 48 ops, 40 right, 0 wrong, 8 failed calls naming the ceiling, 0 not, slowest failure 0 ms"
+    let nums: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter(|t| !t.is_empty() && *t != ".")
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(nums.len(), 6, "{line}");
+    assert!(o.status.success(), "{}", show(&o));
+    MlxRun {
+        ops: nums[0] as u64,
+        right: nums[1] as u64,
+        wrong: nums[2] as u64,
+        clear: nums[3] as u64,
+        unclear: nums[4] as u64,
+        slowest_failure_ms: nums[5],
+        metrics: metrics(&out),
+        output: show(&o),
+    }
+}
+
+/// MLX's graph pattern at every ceiling from 2 up to more than its working set, with MLX's
+/// plan cache smaller than its keys (a handle destroyed while its plan sits in a graph not
+/// yet run and in kept instantiations): every value right or a call failed with a message
+/// naming `HIPFFT_POOL_LIVE_CEILING`, at once (the acquire timeout is 10 s); no graph ever
+/// runs or updates a destroyed plan's kernel (the sim's own record); the sim's peak at most
+/// the ceiling; and once every graph and instantiation is destroyed, no plan is held. At a
+/// ceiling the working set fits, nothing fails.
+pub fn mlx_graphs_at_every_ceiling(program: &Path, lib: &str) {
+    // (ceiling, kernels shared by plans of a shape, resident limit: the default, a quarter
+    // of the ceiling, or none so that every captured plan is held by its graphs alone)
+    let cases = [
+        (2, false, None),
+        (3, false, None),
+        (4, false, None),
+        (6, false, None),
+        (8, false, None),
+        (12, false, None),
+        (12, false, Some("0")),
+        (64, false, Some("0")),
+        (64, false, None),
+        (4, true, None),
+        (64, true, Some("0")),
+    ];
+    for (ceiling, shared, residents) in cases {
+        let c = ceiling.to_string();
+        let mut env = vec![
+            ("HIPFFT_POOL_LIVE_CEILING", c.as_str()),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "10000"),
+            ("HIPFFT_POOL_SIM_SHARED_KERNELS", if shared { "1" } else { "0" }),
+        ];
+        if let Some(r) = residents {
+            env.push(("HIPFFT_POOL_CAPTURE_RESIDENTS", r));
+        }
+        let r = mlx_run(program, &format!("{lib}_mlx_ceiling_{ceiling}_{shared}_{residents:?}"), 12, 4, &env);
+        let m = &r.metrics;
+        let at = format!("ceiling {ceiling}, shared kernels {shared}, residents {residents:?}: {}\n{m}", r.output);
+        assert_eq!((r.wrong, r.unclear), (0, 0), "{at}");
+        assert!(r.slowest_failure_ms < 2000.0, "a failure waited {} ms: {at}", r.slowest_failure_ms);
+        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{at}");
+        assert!(get(m, "sim_peak_live_handles") <= ceiling, "{at}");
+        assert_eq!(get(m, "captured_kept"), 0, "every capture was followed: {at}");
+        if residents == Some("0") {
+            assert!(get(m, "captured_followed") > 0 && get(m, "capture_residents") == 0, "{at}");
+        }
+        assert_eq!(get(m, "graph_held_plans"), 0, "no graph is left, so no plan is held: {at}");
+        assert_eq!(get(m, "standing"), get(m, "capture_residents"), "only residents stand: {at}");
+        if ceiling >= 64 {
+            assert_eq!((r.right, r.clear), (r.ops, 0), "{at}");
+        } else {
+            assert!(r.right + r.clear > 0, "{at}");
+        }
+    }
+}
+
+/// Executions captured into graphs on the simulated runtime's graph model, under each capture
+/// policy and a small ceiling: every captured transform gives the right numbers at each
+/// launch, a plan not prepared before the capture is refused, the sim records no misuse (no
+/// plan made or destroyed and no event recorded inside a capture, no graph run on a
+/// destroyed plan), and a plan captured beyond the residents is held exactly while its
+/// graphs live (none at exit). `release-on-run`, no longer offered, says so and runs as `auto`.
+pub fn captured_executions_at_a_small_ceiling(program: &Path, lib: &str) {
+    for (policy, ceiling) in [("auto", "4"), ("release-on-run", "4"), ("pin", "24")] {
+        let dir = work_dir(&format!("{lib}_capture_{policy}"));
         let out = dir.join("m.json");
         let env = [
             ("HIPFFT_POOL_RUNTIME", "sim"),
+            // `pin` keeps every captured plan for good: its 16 descriptors need room.
             ("HIPFFT_POOL_LIVE_CEILING", ceiling),
-            // Idle plans beyond two are destroyed at once: a plan released too early is gone
-            // before its graph runs.
-            ("HIPFFT_POOL_CAPACITY", "2"),
             ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
             ("HIPFFT_POOL_CAPTURE", policy),
             ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
         ];
-        let o = run(program, &["mlx", keys, cache], &env, true);
-        let ops: u64 = 4 * keys.parse::<u64>().unwrap();
-        let want = format!("ok {ops} MLX-pattern ops checked (cache {cache})");
-        assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{policy}: {}", show(&o));
+        let o = run(program, &["capture", "16"], &env, true);
+        assert!(String::from_utf8_lossy(&o.stdout).contains("ok 16 captured handles"), "{policy}: {}", show(&o));
         let m = metrics(&out);
         assert!(get(&m, "sim_peak_live_handles") <= ceiling.parse().unwrap(), "{policy}: {m}");
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
-        assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{policy}: {m}");
-        let resident = get(&m, "capture_residents");
+        // Every execution is captured: those of handles that knew their resident plan are
+        // counted as `resident_execs` (no capture check on that path).
+        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 17, "{policy}: {m}");
+        assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(stderr.matches("no longer offered").count(), usize::from(policy == "release-on-run"), "{policy}: {}", show(&o));
+        assert_eq!(get(&m, "captured_kept"), 0, "{policy}: {m}");
+        assert_eq!(get(&m, "graph_held_plans"), 0, "{policy}: every graph was destroyed: {m}");
         match policy {
-            "pin" => assert_eq!((resident, get(&m, "sim_created")), (5, 5), "every captured plan resident, none remade: {m}"),
-            "release-on-run" => assert_eq!(resident, 0, "{m}"),
+            // The first handle and handle 12 share a descriptor (n=32, batch 2).
+            "pin" => assert_eq!((get(&m, "capture_residents"), get(&m, "destroys")), (16, 0), "{m}"),
             _ => {
-                assert_eq!(resident, get(&m, "capture_resident_limit"), "{m}");
-                assert!(get(&m, "sim_created") > 6, "{policy}: the pool destroyed and remade the others: {m}");
+                assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (1, 1), "{m}");
+                assert!(get(&m, "captured_followed") >= 15, "{policy}: {m}");
+                assert!(get(&m, "destroys") > 0, "{policy}: plans no graph held were destroyed under the ceiling: {m}");
             }
         }
     }
 }
 
-/// MLX's pattern with command buffers of six distinct plans under a ceiling of 8, and a plan
-/// cache that keeps every handle: the resident plans (a quarter of the ceiling, 2) stay for
-/// good, and the rest of the ceiling serves buffers whose plans are released when their
-/// graphs run, so no buffer waits out its timeout (under the old pins, idle pinned handles
-/// held half the ceiling until a launch proof took them back). Every op matches a DFT; the
-/// sim's peak is at most 8, it records no misuse, and no plan a capture held alone was
-/// destroyed.
-pub fn mlx_residents_leave_room_for_buffers_under_the_ceiling(program: &Path, lib: &str) {
-    let dir = work_dir(&format!("{lib}_mlx_residents"));
-    let out = dir.join("m.json");
-    let env = [
-        ("HIPFFT_POOL_RUNTIME", "sim"),
-        ("HIPFFT_POOL_LIVE_CEILING", "8"),
-        ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
-        ("HIPFFT_POOL_CAPTURE", "auto"),
-        ("FFT_SIM_OPS_PER_COMMIT", "6"),
-        ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
-    ];
-    let o = run(program, &["mlx", "20", "64"], &env, true);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("ok 80 MLX-pattern ops checked (cache 64)"), "{}", show(&o));
-    let m = metrics(&out);
-    assert!(get(&m, "sim_peak_live_handles") <= 8, "{m}");
+/// `HIPFFT_POOL_CAPTURE=pin`: every captured plan is kept for the process's life (no graph is
+/// followed), so with room for all keys each key's plan is made once, and every value is
+/// right.
+pub fn mlx_under_pin_keeps_every_captured_plan(program: &Path, lib: &str) {
+    let env = [("HIPFFT_POOL_LIVE_CEILING", "64"), ("HIPFFT_POOL_CAPTURE", "pin")];
+    let r = mlx_run(program, &format!("{lib}_mlx_pin"), 12, 4, &env);
+    let m = &r.metrics;
+    assert_eq!((r.right, r.wrong, r.clear + r.unclear), (r.ops, 0, 0), "{}", r.output);
+    assert_eq!((get(m, "capture_residents"), get(m, "sim_created")), (12, 12), "{m}");
+    assert_eq!((get(m, "captured_followed"), get(m, "standing")), (0, 12), "{m}");
     assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{m}");
-    assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{m}");
-    assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (2, 2), "{m}");
-    assert!(get(&m, "captured_on_residents") > 0 && get(&m, "captured_released") > 0, "{m}");
-    // Later rounds of the resident handles went straight to their plans.
-    assert!(get(&m, "resident_execs") > 0, "{m}");
-    assert_eq!(get(&m, "capture_misses"), 0, "{m}");
-}
-
-/// MLX 0.32.2's pattern (fft.cu and device.cpp), the `mlx` subcommand of `fft_sim.c`: each
-/// step sets the stream and a fresh work area, then captures one exec into a graph of its
-/// own; the graphs run only at a commit every three ops, so a step's input is the output of
-/// a graph not yet launched, and two steps of one op share a handle. Keys cycled four times
-/// under a ceiling of 6: 20 keys under `auto` and `release-on-run`; 5 under `pin`, which keeps
-/// one plan per handle for good and so needs no more handles than the ceiling. Every op's
-/// result matches a DFT, the sim's peak is at most 6, and the sim records no misuse (no graph
-/// runs a destroyed plan). `lib` names the work folder.
-pub fn mlx_deferred_graph_launches(program: &Path, lib: &str) {
-    // `after-graph`: host nodes hand their leases to the deferred releases instead.
-    for (policy, keys, release) in
-        [("auto", 20u64, "at-run"), ("release-on-run", 20, "at-run"), ("pin", 5, "at-run"), ("release-on-run", 20, "after-graph")]
-    {
-        let dir = work_dir(&format!("{lib}_mlx_{policy}_{release}"));
-        let out = dir.join("m.json");
-        let env = [
-            ("HIPFFT_POOL_RUNTIME", "sim"),
-            ("HIPFFT_POOL_LIVE_CEILING", "6"),
-            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "2000"),
-            ("HIPFFT_POOL_CAPTURE", policy),
-            ("HIPFFT_POOL_CAPTURE_RELEASE", release),
-            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
-        ];
-        let o = run(program, &["mlx", &keys.to_string()], &env, true);
-        let want = format!("ok {} MLX-pattern ops checked", 4 * keys);
-        assert!(String::from_utf8_lossy(&o.stdout).contains(&want), "{policy}: {}", show(&o));
-        let m = metrics(&out);
-        assert!(get(&m, "sim_peak_live_handles") <= 6, "{policy}: {m}");
-        assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
-        assert_eq!(get(&m, "sim_destroyed_after_lone_capture"), 0, "{policy}: {m}");
-        // Every execution is captured; `resident_execs` are those on a resident plan the
-        // handle knew (no capture check on that path).
-        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 8 * keys, "{policy}: {m}");
-        assert_eq!(m["capture_release"], release, "{m}");
-        if policy == "pin" {
-            // Every execution of a key ran on its one resident plan.
-            assert_eq!(get(&m, "creations"), keys, "{m}");
-            assert_eq!(get(&m, "captured_released"), 0, "{m}");
-        }
-        if policy == "release-on-run" {
-            // Every captured execution's lease went back through its host node (the last
-            // buffer's, handed to the deferred releases, may still wait for an event).
-            assert!(get(&m, "captured_released") >= 8 * keys - 6, "{m}");
-            assert!(get(&m, "sim_created") > 6, "the ceiling made the pool destroy and remake plans: {m}");
-        }
-    }
 }
 
 /// `HIPFFT_POOL_HOST_PROFILE=1`: the metrics JSON times every export the program called, as

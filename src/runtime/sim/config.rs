@@ -60,6 +60,11 @@ pub struct SimConfig {
     /// [`h200_create_cost`]), so a trace on the sim pays per-shape creation costs
     /// (`HIPFFT_POOL_SIM_H200_CREATE_COSTS=1`).
     pub h200_create_costs: bool,
+    /// Kernels are shared by every plan of one shape (transform and lengths), as rocFFT
+    /// keeps compiled kernels per process, instead of loaded per plan as cuFFT does; a
+    /// transform's argument records still point at its own plan's memory
+    /// (`HIPFFT_POOL_SIM_SHARED_KERNELS=1`).
+    pub shared_kernels: bool,
 }
 
 impl Default for SimConfig {
@@ -81,6 +86,7 @@ impl Default for SimConfig {
             block_destroy: false,
             block_create: false,
             h200_create_costs: false,
+            shared_kernels: false,
         }
     }
 }
@@ -118,6 +124,7 @@ const ENV_VARS: &[EnvVar] = &[
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_EVENT_WAIT", min: 0, max: 1, set: |c, v| c.fail_event_wait = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_FAIL_MALLOC_EVERY", min: 1, max: u64::MAX, set: |c, v| c.fail_malloc_every = Some(v) },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_DESTROY", min: 0, max: 1, set: |c, v| c.block_destroy = v == 1 },
+    EnvVar { name: "HIPFFT_POOL_SIM_SHARED_KERNELS", min: 0, max: 1, set: |c, v| c.shared_kernels = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_BLOCK_CREATE", min: 0, max: 1, set: |c, v| c.block_create = v == 1 },
     EnvVar { name: "HIPFFT_POOL_SIM_H200_CREATE_COSTS", min: 0, max: 1, set: |c, v| c.h200_create_costs = v == 1 },
 ];
@@ -296,6 +303,6 @@ mod tests {
         assert!(parse_env_value("HIPFFT_POOL_SIM_NOPE", "1").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "+3").is_err());
         assert!(parse_env_value("HIPFFT_POOL_SIM_FAIL_EXEC_EVERY", "3 ").is_err());
-        assert_eq!(env_var_names().count(), 16);
+        assert_eq!(env_var_names().count(), 17);
     }
 }

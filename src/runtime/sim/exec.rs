@@ -199,25 +199,18 @@ impl SimRuntime {
         let latency = self.config.read().exec_latency;
         let direction = a.direction;
         let cache = self.fft.clone();
-        if stream.is_capturing() {
-            // A node of the graph: it runs at each launch, and a launch after the plan was
-            // destroyed is the misuse the pool must never allow.
-            let log = self.log.clone();
-            let raw = a.plan;
-            let node_plan = plan.clone();
-            let node: super::stream::Node = Arc::new(move || {
-                if node_plan.is_destroyed() {
-                    log.record(format!("a graph ran a captured transform of plan {:#x}, destroyed after the capture", raw.0));
-                    return;
-                }
-                node_plan.pending.begin();
-                let done = Finish(node_plan.clone());
-                std::thread::sleep(latency);
-                fft::execute(&done.0.desc, direction, bufs, &cache);
-            });
-            let alone_plan = plan.clone();
-            let if_alone: super::stream::IfAlone = Arc::new(move || alone_plan.captured_alone());
-            return stream.capture_transform(node, Some(if_alone)).map_err(|_| fft_err(call, code::EXEC_FAILED));
+        let functions = plan.functions.get().cloned().unwrap_or_default();
+        let args = || super::graph::KernelArgs {
+            plan: Arc::downgrade(&plan),
+            desc: plan.desc,
+            direction,
+            bufs,
+            output_bytes: plan.extents.output_bytes,
+            computes: true,
+        };
+        // Captured: the plan's kernel nodes, which run at each launch of a graph holding them.
+        if let Some(r) = stream.capture_with(|g, tail| self.graphs.add_transform(g, tail, &functions, args())) {
+            return r.map_err(|_| fft_err(call, code::EXEC_FAILED));
         }
         plan.pending.begin();
         let done = Finish(plan);

@@ -105,10 +105,10 @@ impl SimRuntime {
         self.copy_range(CALL, dst, bytes, "destination")?;
         self.copy_range(CALL, src, bytes, "source")?;
         let (d, from) = (dst.0, src.0);
-        if s.is_capturing() {
-            // SAFETY: both ranges checked above; the copy runs in stream order at each launch.
-            let node: super::stream::Node = std::sync::Arc::new(move || unsafe { std::ptr::copy(from as *const u8, d as *mut u8, bytes) });
-            return s.capture_node(node).map_err(|_| hip_err(CALL, hip::hipErrorInvalidResourceHandle));
+        // SAFETY: both ranges checked above; the copy runs in stream order at each launch.
+        let node: super::stream::Node = std::sync::Arc::new(move || unsafe { std::ptr::copy(from as *const u8, d as *mut u8, bytes) });
+        if let Some(r) = s.capture_with(|g, tail| self.graphs.add_closure(g, tail, node, true)) {
+            return r.map_err(|_| hip_err(CALL, hip::hipErrorInvalidResourceHandle));
         }
         // SAFETY: both ranges checked above; the copy runs in stream order.
         let job = Box::new(move || unsafe { std::ptr::copy(from as *const u8, d as *mut u8, bytes) });

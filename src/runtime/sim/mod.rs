@@ -15,6 +15,7 @@ mod event;
 mod exec;
 mod faults;
 mod fft;
+mod graph;
 mod hip;
 mod memory;
 mod plan;
@@ -27,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::RwLock;
 
 pub use crate::runtime::codes::hip_error;
+pub use graph::{SimCapture, SimKernel, SimNodeKind};
 pub use config::{MAX_DEVICES, MAX_LATENCY_US, SimConfig, env_var_names, h200_create_cost, parse_env_value};
 
 use crate::desc::{Direction, PlanDesc, TransformType};
@@ -50,6 +52,9 @@ pub struct SimRuntime {
     memory: memory::Memory,
     log: Arc<violations::Violations>,
     fft: Arc<fft::FftCache>,
+    graphs: graph::Graphs,
+    /// The last capture id handed out (`hipStreamGetCaptureInfo`'s id).
+    captures: AtomicU64,
 }
 
 impl SimRuntime {
@@ -61,6 +66,7 @@ impl SimRuntime {
             config.devices = devices;
         }
         let log = Arc::new(violations::Violations::default());
+        let fft: Arc<fft::FftCache> = Arc::default();
         SimRuntime {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             devices,
@@ -71,8 +77,10 @@ impl SimRuntime {
             streams: stream::Streams::new(devices, log.clone()),
             events: event::Events::default(),
             memory: memory::Memory::default(),
+            graphs: graph::Graphs::new(log.clone(), fft.clone()),
+            captures: AtomicU64::new(0),
             log,
-            fft: Arc::default(),
+            fft,
         }
     }
 
@@ -113,19 +121,6 @@ impl SimRuntime {
     /// Successful creations.
     pub fn created_total(&self) -> u64 {
         self.plans.created()
-    }
-    /// Destroys of plans that a capture once held alone: one transform and nothing else. A
-    /// framework may copy such a lone kernel node into its own graphs and update their
-    /// instantiations later (MLX 0.32.2 does), which on CUDA runs freed code once the plan is
-    /// gone; the interposer keeps such plans for the process's life, so through it this
-    /// stays 0.
-    ///
-    /// ```
-    /// use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
-    /// assert_eq!(SimRuntime::new(SimConfig::default()).destroyed_after_lone_capture(), 0);
-    /// ```
-    pub fn destroyed_after_lone_capture(&self) -> u64 {
-        self.plans.destroyed_after_lone_capture()
     }
     /// `hipfftSetStream` and `hipfftSetWorkArea` calls made on live plans, each counted:
     /// what an execution or bind set rather than found set.
@@ -186,34 +181,151 @@ impl SimRuntime {
     }
 
     /// `hipStreamBeginCapture`: from now on, transforms, copies and host functions enqueued
-    /// on `stream` are captured into a graph instead of run.
+    /// on `stream` are recorded into a new graph instead of run.
     pub fn begin_capture(&self, stream: RawStream) -> Result<()> {
         const CALL: &str = "hipStreamBeginCapture";
         let s = self.capture_stream(CALL, stream)?;
-        if !s.begin_capture() {
+        let graph = self.graphs.create();
+        let id = self.captures.fetch_add(1, Ordering::Relaxed) + 1;
+        if !s.begin_capture(id, graph) {
+            let _ = self.graphs.destroy(graph);
             return Err(codes::hip_err(CALL, hip_error::hipErrorIllegalState));
         }
         Ok(())
     }
 
-    /// `hipStreamEndCapture`: the graph of what was captured since `begin_capture`.
-    pub fn end_capture(&self, stream: RawStream) -> Result<SimGraph> {
-        const CALL: &str = "hipStreamEndCapture";
-        let s = self.capture_stream(CALL, stream)?;
-        let nodes = s.end_capture().ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorIllegalState))?;
-        Ok(SimGraph { nodes })
+    /// `hipStreamGetCaptureInfo_v2`: the capture in progress on `stream` (its id, its graph
+    /// and the nodes the next captured work will depend on), or `None`.
+    pub fn capture_info(&self, stream: RawStream) -> Result<Option<SimCapture>> {
+        let s = self.capture_stream("hipStreamGetCaptureInfo_v2", stream)?;
+        Ok(s.capturing().map(|c| SimCapture { id: c.id, graph: c.graph, tail: c.tail }))
     }
 
-    /// `hipGraphLaunch`: enqueues the graph's nodes, in capture order, on `stream`. A graph
-    /// may be launched any number of times.
-    pub fn graph_launch(&self, graph: &SimGraph, stream: RawStream) -> Result<()> {
+    /// `hipStreamEndCapture`: the graph of what was captured since `begin_capture`.
+    pub fn end_capture(&self, stream: RawStream) -> Result<u64> {
+        const CALL: &str = "hipStreamEndCapture";
+        let s = self.capture_stream(CALL, stream)?;
+        let c = s.end_capture().ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorIllegalState))?;
+        Ok(c.graph)
+    }
+
+    /// `hipGraphCreate`: an empty graph.
+    pub fn graph_create(&self) -> u64 {
+        self.graphs.create()
+    }
+
+    /// `hipGraphDestroy` (not of a graph a child node owns).
+    pub fn graph_destroy(&self, graph: u64) -> Result<()> {
+        self.graph_call("hipGraphDestroy", self.graphs.destroy(graph))
+    }
+
+    /// `hipGraphGetNodes`: the graph's nodes, in the order they were added.
+    pub fn graph_nodes(&self, graph: u64) -> Result<Vec<u64>> {
+        self.graph_call("hipGraphGetNodes", self.graphs.nodes(graph))
+    }
+
+    /// `hipGraphNodeGetType`.
+    pub fn graph_node_kind(&self, node: u64) -> Result<SimNodeKind> {
+        self.graph_call("hipGraphNodeGetType", self.graphs.kind(node))
+    }
+
+    /// `hipGraphNodeGetDependencies`.
+    pub fn graph_node_deps(&self, node: u64) -> Result<Vec<u64>> {
+        self.graph_call("hipGraphNodeGetDependencies", self.graphs.deps(node))
+    }
+
+    /// `hipGraphKernelNodeGetParams`: the node's function and argument record.
+    pub fn kernel_node_params(&self, node: u64) -> Result<SimKernel> {
+        self.graph_call("hipGraphKernelNodeGetParams", self.graphs.kernel(node))
+    }
+
+    /// `hipGraphKernelNodeSetParams`.
+    pub fn kernel_node_set_params(&self, node: u64, kernel: SimKernel) -> Result<()> {
+        self.graph_call("hipGraphKernelNodeSetParams", self.graphs.set_kernel(node, kernel))
+    }
+
+    /// `hipGraphChildGraphNodeGetGraph`: the graph a child node embeds (owned by the node).
+    pub fn child_graph_of(&self, node: u64) -> Result<u64> {
+        self.graph_call("hipGraphChildGraphNodeGetGraph", self.graphs.child(node))
+    }
+
+    /// `hipGraphAddKernelNode`: a kernel node (a copy of another's parameters, say).
+    pub fn graph_add_kernel_node(&self, graph: u64, deps: &[u64], kernel: SimKernel) -> Result<u64> {
+        self.graph_call("hipGraphAddKernelNode", self.graphs.add_kernel(graph, deps, kernel))
+    }
+
+    /// `hipGraphAddChildGraphNode`: embeds a deep copy of `child`.
+    pub fn graph_add_child_node(&self, graph: u64, deps: &[u64], child: u64) -> Result<u64> {
+        self.graph_call("hipGraphAddChildGraphNode", self.graphs.add_child(graph, deps, child))
+    }
+
+    /// `hipGraphAddEmptyNode`.
+    pub fn graph_add_empty_node(&self, graph: u64, deps: &[u64]) -> Result<u64> {
+        self.graph_call("hipGraphAddEmptyNode", self.graphs.add_empty(graph, deps))
+    }
+
+    /// `hipGraphClone`.
+    pub fn graph_clone(&self, graph: u64) -> Result<u64> {
+        self.graph_call("hipGraphClone", self.graphs.clone_graph(graph))
+    }
+
+    /// `hipGraphInstantiate`. Instantiating a graph that holds a destroyed plan's kernel is
+    /// recorded as a misuse.
+    pub fn graph_instantiate(&self, graph: u64) -> Result<u64> {
+        self.graph_call("hipGraphInstantiate", self.graphs.instantiate(graph))
+    }
+
+    /// `hipGraphExecUpdate`: `false` when the topologies differ (the instantiation is left
+    /// as it was). Updating one that holds a destroyed plan's kernel is recorded as a misuse.
+    pub fn graph_exec_update(&self, exec: u64, graph: u64) -> Result<bool> {
+        self.graph_call("hipGraphExecUpdate", self.graphs.update(exec, graph))
+    }
+
+    /// `hipGraphExecKernelNodeSetParams`: `node` is the node of the graph `exec` was
+    /// instantiated from.
+    pub fn graph_exec_kernel_node_set_params(&self, exec: u64, node: u64, kernel: SimKernel) -> Result<()> {
+        self.graph_call("hipGraphExecKernelNodeSetParams", self.graphs.exec_set_kernel(exec, node, kernel))
+    }
+
+    /// `hipGraphLaunch`: enqueues one run of the instantiation on `stream` (any number of
+    /// times). A kernel of a destroyed plan poisons its output and is recorded as a misuse.
+    pub fn graph_launch(&self, exec: u64, stream: RawStream) -> Result<()> {
         const CALL: &str = "hipGraphLaunch";
         let s = self.capture_stream(CALL, stream)?;
-        for node in &graph.nodes {
-            let node = node.clone();
-            s.enqueue(Box::new(move || node())).ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle))?;
+        if s.is_capturing() {
+            return Err(codes::hip_err(CALL, hip_error::hipErrorStreamCaptureUnsupported));
         }
-        Ok(())
+        let job = self.graph_call(CALL, self.graphs.launch_job(exec))?;
+        s.enqueue(job).map(drop).ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle))
+    }
+
+    /// `hipGraphExecDestroy`.
+    pub fn graph_exec_destroy(&self, exec: u64) -> Result<()> {
+        self.graph_call("hipGraphExecDestroy", self.graphs.destroy_exec(exec))
+    }
+
+    /// Graphs (not counting those child nodes embed) and instantiated graphs alive: a host
+    /// that destroys what it made ends at (0, 0).
+    ///
+    /// ```
+    /// use hipfft_pool::runtime::sim::{SimConfig, SimRuntime};
+    /// let sim = SimRuntime::new(SimConfig::default());
+    /// let g = sim.graph_create();
+    /// assert_eq!(sim.live_graphs(), (1, 0));
+    /// sim.graph_destroy(g)?;
+    /// assert_eq!(sim.live_graphs(), (0, 0));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn live_graphs(&self) -> (usize, usize) {
+        self.graphs.live()
+    }
+
+    /// A graph call's result: an unknown handle is `hipErrorInvalidValue`, logged.
+    fn graph_call<T>(&self, call: &'static str, r: std::result::Result<T, String>) -> Result<T> {
+        r.map_err(|why| {
+            tracing::debug!("{call}: {why}");
+            codes::hip_err(call, hip_error::hipErrorInvalidValue)
+        })
     }
 
     fn capture_stream(&self, call: &'static str, stream: RawStream) -> Result<std::sync::Arc<stream::Stream>> {
@@ -221,23 +333,6 @@ impl SimRuntime {
             Ok(Some(s)) => Ok(s),
             _ => Err(codes::hip_err(call, hip_error::hipErrorInvalidResourceHandle)),
         }
-    }
-}
-
-/// A captured graph of the simulated runtime (`SimRuntime::end_capture`).
-pub struct SimGraph {
-    nodes: Vec<stream::Node>,
-}
-
-impl SimGraph {
-    /// Nodes captured (transforms, copies, host functions).
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Whether nothing was captured.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
     }
 }
 
@@ -373,9 +468,9 @@ unsafe impl Runtime for SimRuntime {
         const CALL: &str = "hipLaunchHostFunc";
         let s = self.capture_stream(CALL, stream)?;
         let node: stream::Node = std::sync::Arc::new(move || call.run());
-        match s.capture_node(node) {
-            Ok(()) => Ok(()),
-            Err(node) => {
+        match s.capture_with(|g, tail| self.graphs.add_closure(g, tail, node.clone(), false)) {
+            Some(r) => r.map_err(|_| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle)),
+            None => {
                 s.enqueue(Box::new(move || node())).ok_or_else(|| codes::hip_err(CALL, hip_error::hipErrorInvalidResourceHandle))?;
                 Ok(())
             }

@@ -61,24 +61,15 @@ pub(crate) struct PlanRecord {
     pub inside: AtomicUsize,
     /// Set when a destroy begins: the handle is still alive but no longer usable.
     destroying: AtomicBool,
-    /// Set when a capture held one of this plan's transforms and nothing else. A framework
-    /// that copies such a lone kernel node into graphs of its own and updates their
-    /// instantiations (MLX 0.32.2's CUDA backend) keeps the plan's code in them: on CUDA,
-    /// destroying the plan then makes the next update or launch run freed code
-    /// (docs/frameworks.md, run 22). Its destroy is counted
-    /// ([`SimRuntime::destroyed_after_lone_capture`]).
-    alone_in_a_capture: AtomicBool,
+    /// The functions of its kernels, one per dimension (see `graph`): what a captured
+    /// transform's kernel nodes name.
+    pub functions: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl PlanRecord {
     /// Whether a destroy of this plan began (a captured graph that runs it then is a misuse).
     pub(crate) fn is_destroyed(&self) -> bool {
         self.destroying.load(Ordering::SeqCst)
-    }
-
-    /// A capture ended holding only a transform of this plan.
-    pub(crate) fn captured_alone(&self) {
-        self.alone_in_a_capture.store(true, Ordering::SeqCst);
     }
 }
 
@@ -101,8 +92,6 @@ pub(crate) struct Plans {
     peak: AtomicUsize,
     created: AtomicU64,
     destroyed: AtomicU64,
-    /// Destroys of plans a capture once held alone (see `PlanRecord::alone_in_a_capture`).
-    destroyed_after_lone_capture: AtomicU64,
     /// Nanoseconds of simulated creation latency spent (fixed plus per-shape).
     creation_ns: AtomicU64,
     /// `hipfftSetStream` and `hipfftSetWorkArea` calls that reached a live plan.
@@ -110,11 +99,6 @@ pub(crate) struct Plans {
 }
 
 impl Plans {
-    /// Destroys of plans a capture once held alone.
-    pub(crate) fn destroyed_after_lone_capture(&self) -> u64 {
-        self.destroyed_after_lone_capture.load(Ordering::SeqCst)
-    }
-
     /// Counts a handle being made; returns the live count including it.
     fn reserve(&self) -> usize {
         let now = self.live.fetch_add(1, Ordering::SeqCst) + 1;
@@ -257,9 +241,11 @@ impl SimRuntime {
             pending: Pending::default(),
             inside: AtomicUsize::new(0),
             destroying: AtomicBool::new(false),
-            alone_in_a_capture: AtomicBool::new(false),
+            functions: std::sync::OnceLock::new(),
         };
-        self.plans.map.lock().insert(raw, Arc::new(record));
+        let record = Arc::new(record);
+        let _ = record.functions.set(self.graphs.plan_functions(&record, config.shared_kernels));
+        self.plans.map.lock().insert(raw, record);
         self.plans.created.fetch_add(1, Ordering::SeqCst);
         reservation.kept = true;
         Ok(CreatedPlan { plan: raw, work_size })
@@ -288,9 +274,6 @@ impl SimRuntime {
         // capture alone; a destroy from any other thread during a capture is the misuse.
         if self.streams.any_capturing(plan.device) && !on_pool_thread() {
             self.log.record(format!("plan {:#x} destroyed while a stream of device {} is capturing a graph", raw.0, plan.device));
-        }
-        if plan.alone_in_a_capture.load(Ordering::SeqCst) {
-            self.plans.destroyed_after_lone_capture.fetch_add(1, Ordering::SeqCst);
         }
         let pending = plan.pending.get();
         if pending > 0 {

@@ -17,15 +17,17 @@ use crate::runtime::boundary::RawStream;
 /// Work a stream runs.
 pub(crate) type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// One node of a captured graph: runs each time the graph is launched.
+/// Host work in a graph (a host function, a copy): runs each time the graph is launched.
 pub(crate) type Node = Arc<dyn Fn() + Send + Sync + 'static>;
 
-/// Called at the end of a capture whose only node it came with (see
-/// [`Stream::capture_transform`]).
-pub(crate) type IfAlone = Arc<dyn Fn() + Send + Sync + 'static>;
-
-/// A captured node and what to call if it ends up its capture's only node.
-type CapturedNode = (Node, Option<IfAlone>);
+/// A capture in progress on a stream: its id, the graph it records into (in `graph`'s
+/// table) and the nodes the next captured work depends on.
+#[derive(Clone, Debug)]
+pub(crate) struct Capturing {
+    pub id: u64,
+    pub graph: u64,
+    pub tail: Vec<u64>,
+}
 
 struct Progress {
     /// `None` once the stream is destroyed: nothing more may be enqueued.
@@ -71,9 +73,8 @@ impl Mark {
 
 pub(crate) struct Stream {
     pub device: i32,
-    /// The nodes captured so far while a capture is active (`hipStreamBeginCapture`), each
-    /// with what to call if it ends up the capture's only node.
-    capture: Mutex<Option<Vec<CapturedNode>>>,
+    /// The capture in progress (`hipStreamBeginCapture`), if any.
+    capture: Mutex<Option<Capturing>>,
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
@@ -113,41 +114,32 @@ impl Stream {
         self.capture.lock().is_some()
     }
 
-    /// Starts a capture; `false` if one is active already.
-    pub(crate) fn begin_capture(&self) -> bool {
+    /// Starts a capture into `graph`; `false` if one is active already.
+    pub(crate) fn begin_capture(&self, id: u64, graph: u64) -> bool {
         let mut c = self.capture.lock();
         if c.is_some() {
             return false;
         }
-        *c = Some(Vec::new());
+        *c = Some(Capturing { id, graph, tail: Vec::new() });
         true
     }
 
-    /// Ends the capture, returning its nodes; `None` if none was active. A capture of one
-    /// node that came with an [`IfAlone`] calls it first.
-    pub(crate) fn end_capture(&self) -> Option<Vec<Node>> {
-        let nodes = self.capture.lock().take()?;
-        if let [(_, Some(if_alone))] = nodes.as_slice() {
-            if_alone();
-        }
-        Some(nodes.into_iter().map(|(n, _)| n).collect())
+    /// The capture in progress, if any.
+    pub(crate) fn capturing(&self) -> Option<Capturing> {
+        self.capture.lock().clone()
     }
 
-    /// Appends `node` to the active capture; gives it back when none is active.
-    pub(crate) fn capture_node(&self, node: Node) -> Result<(), Node> {
-        self.capture_transform(node, None)
+    /// Ends the capture, returning it; `None` if none was active.
+    pub(crate) fn end_capture(&self) -> Option<Capturing> {
+        self.capture.lock().take()
     }
 
-    /// Appends a transform's `node`, with `if_alone` for a capture that holds nothing else
-    /// (a framework may copy such a lone kernel into graphs of its own: MLX does).
-    pub(crate) fn capture_transform(&self, node: Node, if_alone: Option<IfAlone>) -> Result<(), Node> {
-        match self.capture.lock().as_mut() {
-            Some(nodes) => {
-                nodes.push((node, if_alone));
-                Ok(())
-            }
-            None => Err(node),
-        }
+    /// Records work into the capture in progress: `add(graph, tail)` appends its nodes and
+    /// returns the new tail. `None` when no capture is active (the caller runs the work).
+    pub(crate) fn capture_with(&self, add: impl FnOnce(u64, &[u64]) -> Result<Vec<u64>, String>) -> Option<Result<(), String>> {
+        let mut c = self.capture.lock();
+        let cap = c.as_mut()?;
+        Some(add(cap.graph, &cap.tail).map(|tail| cap.tail = tail))
     }
 
     /// A marker job: what `hipEventRecord` puts in the queue.

@@ -28,7 +28,8 @@ int hfp_intercept_write_metrics(const char *path);
 #define CK(x) do { int r_ = (x); if (r_) { printf("FAIL %s = %d\n", #x, r_); return 1; } } while (0)
 #define EXPECT(c) do { if (!(c)) { printf("FAIL %s\n", #c); return 1; } } while (0)
 
-int plugin_run(const char *metrics_mid) {
+int plugin_run(const char *unused) {
+  (void)unused;
   int v = 0;
   CK(cufftGetVersion(&v));
   EXPECT(v == 4242); /* the interposer found the stub mapped RTLD_LOCAL and forwarded */
@@ -62,12 +63,10 @@ int plugin_run(const char *metrics_mid) {
   stub_begin_capture();
   CK(cufftXtExec(h[0], in, out, -1));
   stub_end_capture();
-  if (metrics_mid) hfp_intercept_write_metrics(metrics_mid);
   int nodes = stub_graph_launch();
-  const char *want = getenv("STUB_EXPECT_NODES");
-  EXPECT(nodes == (want ? atoi(want) : 1));
+  EXPECT(nodes == 0);
   stub_graph_reset();
-  printf("ok a captured execution added a host node; the graph ran it (%d node)\n", nodes);
+  printf("ok a captured execution added no node to the graph\n");
   /* an executed handle keeps its lease for the next execution on its stream (sticky), so a
      capture finds it at hand */
   stub_begin_capture();
