@@ -10,6 +10,8 @@
 //! - [`real`]: finding the real library, including one a Python extension loaded `RTLD_LOCAL`;
 //! - [`cuda`]: the pool's runtime over that very libcufft and the CUDA runtime;
 //! - [`capture`]: executions on a stream that is capturing a graph: how their plans are held;
+//! - [`dlsym`]: the interposers' `dlsym`, which serves their functions to programs that look
+//!   up libcuda's or libcufft's on handles of their own;
 //! - [`graphs`]: the graphs that can still run a plan, followed through hooks of the
 //!   runtime's graph calls;
 //! - [`arena`]: work areas for handles that leave allocation to the library;
@@ -23,6 +25,7 @@ pub mod arena;
 pub mod capture;
 pub mod codes;
 pub mod cuda;
+pub mod dlsym;
 pub mod engine;
 pub mod entry;
 pub mod graphs;

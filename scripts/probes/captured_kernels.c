@@ -10,6 +10,7 @@
  *   nvcc -O2 -o /tmp/ck scripts/probes/captured_kernels.c -lcufft -lcuda
  *   /tmp/ck
  */
+#include <dlfcn.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cufft.h>
@@ -67,6 +68,33 @@ static void capture(const char *label, cufftHandle h, int type, int inplace, int
   DK(cuGraphDestroy(g));
 }
 
+/* Whether cuGetProcAddress hands out the very functions libcuda exports (the interposer
+ * recognises a driver function by its address): for each name, version and flag, the
+ * exported variant whose address it returned, or "none". */
+static void proc_addresses(void) {
+  static const char *names[] = {"cuGraphLaunch", "cuGraphExecUpdate", "cuGraphInstantiate", "cuGraphAddKernelNode",
+                                "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphAddNode", "cuStreamGetCaptureInfo",
+                                "cuGraphKernelNodeGetParams", "cuGraphInstantiateWithParams", "cuGetProcAddress"};
+  static const char *suffixes[] = {"", "_v2", "_v3", "_ptsz", "_v2_ptsz", "_v3_ptsz", "WithFlags", "_ptds"};
+  static const int versions[] = {11040, 12000, 12030, 13000};
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    for (size_t v = 0; v < sizeof versions / sizeof *versions; v++)
+      for (int fl = 0; fl <= 2; fl += 2) {
+        void *p = NULL;
+        CUdriverProcAddressQueryResult st;
+        CUresult r = cuGetProcAddress(names[i], &p, versions[v], fl, &st);
+        const char *match = "none";
+        char buf[128];
+        static char found[128];
+        for (size_t k = 0; k < sizeof suffixes / sizeof *suffixes && p; k++) {
+          snprintf(buf, sizeof buf, "%s%s", names[i], suffixes[k]);
+          if (h && dlsym(h, buf) == p) { snprintf(found, sizeof found, "%s", buf); match = found; break; }
+        }
+        printf("PROC %s v%d flags %d: r %d status %d -> %s\n", names[i], versions[v], fl, (int)r, (int)st, p ? match : "null");
+      }
+}
+
 static cufftHandle plan(int type, int n, int batch) {
   cufftHandle h;
   FK(cufftCreate(&h));
@@ -88,6 +116,7 @@ int main(void) {
   int v = 0;
   cuDriverGetVersion(&v);
   printf("driver %d\n", v);
+  proc_addresses();
   cufftHandle a = plan(CUFFT_C2C, 256, 4), b = plan(CUFFT_C2C, 256, 4);
   capture("C2C 256x4 plan a fwd out", a, CUFFT_C2C, 0, CUFFT_FORWARD);
   capture("C2C 256x4 plan a fwd out again", a, CUFFT_C2C, 0, CUFFT_FORWARD);

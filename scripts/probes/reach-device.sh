@@ -7,7 +7,7 @@ out=${OUT:-/tmp/reach-out}; mkdir -p "$out"
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1
 gcc -O2 -shared -fPIC -o /tmp/reach.so scripts/probes/driver_reach.c -ldl -lpthread || exit 1
-nvcc -O2 -o /tmp/ck scripts/probes/captured_kernels.c -lcufft -lcuda 2>&1 | tail -3
+nvcc -O2 -o /tmp/ck scripts/probes/captured_kernels.c -lcufft -lcuda -ldl 2>&1 | tail -3
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 run() { local name=$1; shift; timeout 120 env LD_PRELOAD=/tmp/reach.so "$@" >"$out/$name.log" 2>&1; echo "$name rc $?"; grep -c REACH "$out/$name.log"; }
 /tmp/ck > "$out/captured_kernels.txt" 2>&1; echo "ck rc $?"

@@ -20,6 +20,18 @@ use hipfft_pool_intercept::{ExecKind, Fail, Flavor, PlanRequest, code, engine, e
 const F: Flavor = Flavor::Cufft;
 
 hipfft_pool_intercept::export_common!(F);
+hipfft_pool_intercept::cuda_graph_hooks!();
+hipfft_pool_intercept::dlsym_hook!();
+
+/// Runs when the library is loaded, before any program code can call `dlsym`: which
+/// libraries' functions this interposer's `dlsym` serves in their place.
+extern "C" fn loaded() {
+    hipfft_pool_intercept::dlsym::stand_in_for(&["libcuda.so", "libcufft.so"]);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static LOADED: extern "C" fn() = loaded;
 
 /// `cufftHandle` (cufft.h: `typedef int cufftHandle;`).
 pub type cufftHandle = c_int;

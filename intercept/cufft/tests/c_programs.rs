@@ -130,12 +130,21 @@ fn a_plan_call_for_a_descriptor_seen_before_needs_no_slot() {
     assert!(stdout(&o).contains("ok a remembered work size of 4800 made no plan at a full ceiling"), "{}", show(&o));
 }
 
+/// The library exports cuFFT's names, its own `hfp_intercept_*`, the driver's graph calls it
+/// follows (each of `graphs::cuda::VARIANTS`, no more) and `dlsym`; never the pool's `hfp_*`.
 #[test]
-fn only_cufft_names_and_hfp_intercept_are_exported() {
+fn only_cufft_names_graph_hooks_dlsym_and_hfp_intercept_are_exported() {
     let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
     let names = exported(&lib);
-    let stray: Vec<_> = names.iter().filter(|n| !n.starts_with("cufft") && !n.starts_with("hfp_intercept_")).collect();
-    assert!(stray.is_empty(), "{} exports names beyond cufft* and hfp_intercept_*: {stray:?}", lib.display());
+    let hooks = hipfft_pool_intercept::graphs::cuda::VARIANTS;
+    let stray: Vec<_> = names
+        .iter()
+        .filter(|n| !n.starts_with("cufft") && !n.starts_with("hfp_intercept_") && *n != "dlsym" && !hooks.contains(&n.as_str()))
+        .collect();
+    assert!(stray.is_empty(), "{} exports names beyond its API, its hooks and dlsym: {stray:?}", lib.display());
+    for hook in hooks.iter().chain(&["dlsym"]) {
+        assert!(names.iter().any(|n| n == hook), "{hook} is not exported");
+    }
     for want in [
         "cufftCreate", "cufftDestroy", "cufftPlan1d", "cufftPlan2d", "cufftPlan3d", "cufftPlanMany",
         "cufftMakePlan1d", "cufftMakePlan2d", "cufftMakePlan3d", "cufftMakePlanMany", "cufftMakePlanMany64",
@@ -272,4 +281,34 @@ fn the_per_transform_path_is_in_the_hot_text_section() {
     }
     assert!(!hot.iter().any(|n| n == "cufftCreate"), "cufftCreate (not per transform) is in .text.hot: {hot:?}");
     assert!(hot.len() < 40, "the hot section holds more than the per-transform path: {hot:?}");
+}
+
+/// The interposer's `dlsym` as the CUDA runtime and XLA meet it (tests/c/dlsym_reach.c, with
+/// the stand-in libcuda.so.1 and libcufft.so.12 of tests/c/stub/): `cuGetProcAddress` taken
+/// from libcuda's handle is the hook, and hands out hooks for the graph calls, which reach
+/// the driver; a graph function it cannot stand for is handed out as it is, and the
+/// interposer says it can no longer follow graphs; `cufftCreate` taken from XLA's own handle
+/// on libcufft is the interposer's; `RTLD_DEFAULT` and `RTLD_NEXT` keep their meaning.
+#[test]
+fn dlsym_serves_the_hooks_to_programs_that_load_the_driver_and_cufft_themselves() {
+    let dir = work_dir("cufft_dlsym_reach");
+    let shared = |out: &str, src: &str, soname: &str| {
+        let mut c = cc();
+        c.args(["-shared", "-fPIC", "-O1", "-o"]).arg(dir.join(out)).arg(c_dir().join("stub").join(src));
+        // Bound to its own functions, as the driver is: the addresses it hands out are its own.
+        c.arg(format!("-Wl,-soname,{soname}")).arg("-Wl,-Bsymbolic-functions");
+        let o = c.output().expect("cc");
+        assert!(o.status.success(), "{}", show(&o));
+    };
+    shared("libcuda.so.1", "stub_cuda.c", "libcuda.so.1");
+    shared("libcufft.so.12", "stub_cufft.c", "libcufft.so.12");
+    let exe = dir.join("dlsym_reach");
+    compile(&exe, &["dlsym_reach.c"], &[], &[], &[]);
+    let lib = library_dir(LIB, "hipfft-pool-cufft").join(format!("lib{LIB}.so"));
+    let env = [("LD_PRELOAD", lib.to_str().unwrap()), ("LD_LIBRARY_PATH", dir.to_str().unwrap())];
+    let o = run(&exe, &[], &env, true);
+    assert!(stdout(&o).contains("ok dlsym reach"), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.matches("could not be followed").count(), 1, "{}", show(&o));
+    assert!(stderr.contains("cuGraphAddNode"), "{}", show(&o));
 }

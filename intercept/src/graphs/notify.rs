@@ -16,6 +16,13 @@ fn with(f: impl FnOnce(&Registry<StandingLease>) -> Vec<Released<StandingLease>>
     }
 }
 
+/// Whether any plan is pinned (a graph call that adds nothing from a pinned plan needs no
+/// report otherwise).
+#[inline]
+pub fn any_held() -> bool {
+    engine::ready().is_some_and(|e| !e.graphs().is_empty())
+}
+
 /// Whether a capture's end must be looked at (it may hold plans).
 pub fn captures_held() -> bool {
     engine::ready().is_some_and(|e| e.graphs().has_captures())
@@ -39,6 +46,12 @@ pub fn child_added(parent: usize, node: usize, child: usize) {
 
 pub fn embedded(node: usize, graph: usize) {
     with(|r| r.embedded(node, graph))
+}
+
+/// `graph` owns `body` (a conditional node's body graph): what is added to it is added to
+/// `graph` too.
+pub fn owned_by(graph: usize, body: usize) {
+    with(|r| r.owned_by(graph, body))
 }
 
 pub fn kernel_added(graph: usize, node: usize, functions: &[usize]) {

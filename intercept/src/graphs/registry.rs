@@ -339,6 +339,14 @@ impl<P> Registry<P> {
         })
     }
 
+    /// `graph` owns `body` (a conditional node's body graph).
+    pub fn owned_by(&self, graph: usize, body: usize) -> Out<P> {
+        self.with(|s, _| {
+            s.owners.insert(body, graph);
+            s.graphs.entry(graph).or_default().embedded.push(body);
+        })
+    }
+
     /// A kernel node `node` of `functions` was added to `graph`.
     pub fn kernel_added(&self, graph: usize, node: usize, functions: &[usize]) -> Out<P> {
         self.with(|s, _| {
