@@ -45,15 +45,24 @@ use hipfft_pool::{
 
 use hipfft_pool::runtime::sim::SimRuntime;
 
+mod graphs;
+
 // ---------------------------------------------------------------------------------------
 // Backend
+
+/// The simulated runtime behind the shim, when that is the backend (its graph calls).
+static SIM: OnceLock<Arc<SimRuntime>> = OnceLock::new();
 
 fn make_backend() -> Result<Arc<dyn Runtime>, String> {
     let choice = std::env::var("HIP_SHIM_BACKEND").unwrap_or_default();
     let default = if cfg!(feature = "cuda") { "cuda" } else { "sim" };
     let choice = if choice.is_empty() { default } else { choice.as_str() };
     match choice {
-        "sim" => Ok(Arc::new(SimRuntime::from_env()) as Arc<dyn Runtime>),
+        "sim" => {
+            let sim = Arc::new(SimRuntime::from_env());
+            let _ = SIM.set(sim.clone());
+            Ok(sim as Arc<dyn Runtime>)
+        }
         #[cfg(feature = "cuda")]
         "cuda" => hipfft_pool::runtime::cuda::CudaRuntime::new()
             .map(|r| Arc::new(r) as Arc<dyn Runtime>)

@@ -174,7 +174,7 @@ unsafe fn substitute(name: &CStr, found: *mut c_void, caller: *const c_void) -> 
         return found;
     }
     let Some(ours) = own_export(name) else { return found };
-    crate::graphs::cuda::note_real(name, found);
+    crate::graphs::hooks::note_real(name, found);
     ours
 }
 

@@ -21,6 +21,18 @@ use hipfft_pool_intercept::{ExecKind, Fail, Flavor, PlanRequest, code, engine, e
 const F: Flavor = Flavor::Hipfft;
 
 hipfft_pool_intercept::export_common!(F);
+hipfft_pool_intercept::hip_graph_hooks!();
+hipfft_pool_intercept::dlsym_hook!();
+
+/// Runs when the library is loaded, before any program code can call `dlsym`: which
+/// libraries' functions this interposer's `dlsym` serves in their place.
+extern "C" fn loaded() {
+    hipfft_pool_intercept::dlsym::stand_in_for(&["libamdhip64.so", "libhipfft.so"]);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static LOADED: extern "C" fn() = loaded;
 
 /// `hipfftHandle` (hipfft.h: `typedef struct hipfftHandle_t* hipfftHandle;`).
 pub type hipfftHandle = *mut c_void;

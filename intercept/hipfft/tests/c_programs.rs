@@ -128,12 +128,21 @@ fn a_plan_call_for_a_descriptor_seen_before_needs_no_slot() {
     assert!(stdout(&o).contains("ok a remembered work size of 4800 made no plan at a full ceiling"), "{}", show(&o));
 }
 
+/// The library exports hipFFT's names, its own `hfp_intercept_*`, HIP's graph calls it follows
+/// (each of `graphs::hip::VARIANTS`, no more) and `dlsym`; never the pool's `hfp_*`.
 #[test]
-fn only_hipfft_names_and_hfp_intercept_are_exported() {
+fn only_hipfft_names_graph_hooks_dlsym_and_hfp_intercept_are_exported() {
     let lib = library_dir(LIB, "hipfft-pool-hipfft").join(format!("lib{LIB}.so"));
     let names = exported(&lib);
-    let stray: Vec<_> = names.iter().filter(|n| !n.starts_with("hipfft") && !n.starts_with("hfp_intercept_")).collect();
-    assert!(stray.is_empty(), "{} exports names beyond hipfft* and hfp_intercept_*: {stray:?}", lib.display());
+    let hooks = hipfft_pool_intercept::graphs::hip::VARIANTS;
+    let stray: Vec<_> = names
+        .iter()
+        .filter(|n| !n.starts_with("hipfft") && !n.starts_with("hfp_intercept_") && *n != "dlsym" && !hooks.contains(&n.as_str()))
+        .collect();
+    assert!(stray.is_empty(), "{} exports names beyond its API, its hooks and dlsym: {stray:?}", lib.display());
+    for hook in hooks.iter().chain(&["dlsym"]) {
+        assert!(names.iter().any(|n| n == hook), "{hook} is not exported");
+    }
     for want in [
         "hipfftCreate", "hipfftDestroy", "hipfftPlan1d", "hipfftPlan2d", "hipfftPlan3d", "hipfftPlanMany",
         "hipfftMakePlan1d", "hipfftMakePlan2d", "hipfftMakePlan3d", "hipfftMakePlanMany", "hipfftMakePlanMany64",
@@ -180,4 +189,56 @@ fn the_per_transform_path_is_in_the_hot_text_section() {
     }
     assert!(!hot.iter().any(|n| n == "hipfftCreate"), "hipfftCreate (not per transform) is in .text.hot: {hot:?}");
     assert!(hot.len() < 40, "the hot section holds more than the per-transform path: {hot:?}");
+}
+
+/// HIP's graph calls followed through the HIP runtime's own symbols: MLX's graph pattern
+/// (`fft_sim mlx`, compiled with `-DGRAPHS_HIP` so that it calls `hipStreamBeginCapture`,
+/// `hipGraphAddKernelNode`, `hipGraphExecUpdate`, ... of the HIP runtime it links) on
+/// hip-shim over its simulated backend, with the interposer on `HIPFFT_POOL_RUNTIME=hip`:
+/// its hooks, found before the runtime's symbols, see every graph call, and its capture view
+/// asks the runtime what each captured execution added. Every value right or a failure naming
+/// the ceiling; the shim's simulated backend records no misuse (the program checks it); every
+/// captured plan beyond the residents was followed, and none is held once the graphs are gone.
+#[test]
+fn hip_graphs_are_followed_through_the_hip_runtimes_own_symbols() {
+    let built = library_dir("hip_shim", "hip-shim").join("libhip_shim.so");
+    let shim = work_dir("hipfft_graphs_shim");
+    for name in ["libhipfft.so", "libhipfft.so.0", "libamdhip64.so", "libamdhip64.so.6"] {
+        let link = shim.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&built, &link).unwrap();
+    }
+    let exe = work_dir("hipfft_graphs").join("fft_sim_hip_graphs");
+    compile(&exe, &["fft_sim.c"], &["-DAPI_HIPFFT", "-DGRAPHS_HIP"], &[&library_dir(LIB, "hipfft-pool-hipfft"), &shim], &[LIB, "amdhip64"]);
+    let (fft, hip) = (shim.join("libhipfft.so"), shim.join("libamdhip64.so"));
+    for (ceiling, residents) in [("4", "1"), ("12", "0"), ("64", "0")] {
+        let dir = work_dir(&format!("hipfft_graphs_{ceiling}_{residents}"));
+        let out = dir.join("m.json");
+        let env = [
+            ("HIPFFT_POOL_RUNTIME", "hip"),
+            ("HIPFFT_POOL_HIPFFT_LIB", fft.to_str().unwrap()),
+            ("HIPFFT_POOL_HIP_LIB", hip.to_str().unwrap()),
+            ("HIP_SHIM_BACKEND", "sim"),
+            ("HIPFFT_POOL_LIVE_CEILING", ceiling),
+            ("HIPFFT_POOL_CAPTURE_RESIDENTS", residents),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", "10000"),
+            ("HIPFFT_POOL_METRICS_OUT", out.to_str().unwrap()),
+        ];
+        let o = run(&exe, &["mlx", "12", "4"], &env, false);
+        let text = stdout(&o);
+        let at = format!("ceiling {ceiling}: {}", show(&o));
+        assert!(o.status.success(), "{at}");
+        let line = text.lines().find(|l| l.starts_with("mlx: ")).unwrap_or_else(|| panic!("{at}"));
+        assert!(line.contains(" 0 wrong") && line.contains(" 0 not,"), "{at}");
+        let m = metrics(&out);
+        assert_eq!(m["runtime"], "hip", "{m}");
+        assert_eq!(get(&m, "captured_kept"), 0, "every capture was followed: {m}\n{at}");
+        assert_eq!(get(&m, "graph_held_plans"), 0, "{m}");
+        if residents == "0" {
+            assert!(get(&m, "captured_followed") > 0, "{m}");
+        }
+        if ceiling == "64" {
+            assert!(line.contains(" 0 failed calls"), "{at}");
+        }
+    }
 }

@@ -8,13 +8,15 @@
 //! - [`notify`]: graph calls the hooks saw, passed on to the process's registry;
 //! - [`sim`]: the simulated runtime's graph calls, exported for test programs
 //!   (`hfp_intercept_sim_*`), reported as the real hooks report theirs;
-//! - [`cuda`]: the CUDA driver's graph calls, hooked (`cuGraph*`, `cuGetProcAddress`);
-//! - [`hip`]: HIP's graph calls, hooked (`hipGraph*`).
+//! - [`hooks`]: the graph calls of a runtime, hooked: one set of hooks over a table per API;
+//! - [`cuda`]: the CUDA driver's table (`cuGraph*`, `cuGetProcAddress`, ...);
+//! - [`hip`]: HIP's table (`hipGraph*`, `hipGetProcAddress`, ...).
 //!
 //! Layering: `registry` and `view` name nothing above them; `notify` reaches the engine.
 
 pub mod cuda;
 pub mod hip;
+pub mod hooks;
 pub mod notify;
 pub mod observed;
 pub mod registry;

@@ -243,6 +243,56 @@ pub unsafe fn get_device_flags(lib: &HipLib) -> Result<Option<u32>> {
     Ok(Some(flags))
 }
 
+/// `hipStreamIsCapturing`: whether `stream` is capturing a graph. A runtime without the call
+/// has no graph capture either: `false`.
+///
+/// # Safety
+/// `lib` must be a resolved HIP runtime and `stream` one of its streams (or null).
+pub unsafe fn stream_is_capturing(lib: &HipLib, stream: super::sys::hipStream_t) -> Result<bool> {
+    let Some(is) = lib.hipStreamIsCapturing else { return Ok(false) };
+    let mut status: std::ffi::c_int = 0;
+    // SAFETY: the caller's promise; the out pointer is a live local.
+    hip_check(lib, "hipStreamIsCapturing", unsafe { is(stream, &mut status) })?;
+    Ok(status != 0)
+}
+
+/// `hipLaunchHostFunc`.
+///
+/// # Safety
+/// `lib` must be a resolved HIP runtime, `stream` one of its streams (or null), and `data`
+/// valid for every run of `f` (each run of a graph that captured it).
+pub unsafe fn launch_host_func(
+    lib: &HipLib,
+    stream: super::sys::hipStream_t,
+    f: unsafe extern "C" fn(*mut std::ffi::c_void),
+    data: *mut std::ffi::c_void,
+) -> Result<()> {
+    let Some(launch) = lib.hipLaunchHostFunc else {
+        return Err(crate::error::Error::Unavailable("this HIP runtime has no hipLaunchHostFunc".into()));
+    };
+    // SAFETY: the caller's promise.
+    hip_check(lib, "hipLaunchHostFunc", unsafe { launch(stream, f, data) })
+}
+
+/// Runs `body` with this thread's capture mode relaxed (`hipStreamCaptureModeRelaxed`, 2),
+/// so that an allocation or free on a pool thread neither fails nor invalidates another
+/// thread's global-mode capture; as is where the runtime cannot switch modes.
+///
+/// # Safety
+/// `lib` must be a resolved HIP runtime.
+pub unsafe fn relaxed<T>(lib: &HipLib, body: impl FnOnce() -> T) -> T {
+    let Some(exchange) = lib.hipThreadExchangeStreamCaptureMode else { return body() };
+    let mut mode: std::ffi::c_int = 2;
+    // SAFETY: exchanges this thread's mode through a live local.
+    let swapped = unsafe { exchange(&mut mode) } == 0;
+    let out = body();
+    if swapped {
+        // SAFETY: as above; restores the mode that was there.
+        unsafe { exchange(&mut mode) };
+    }
+    out
+}
+
 /// `hipSetDevice`.
 ///
 /// # Safety

@@ -217,54 +217,10 @@ unsafe impl Runtime for HipRuntime {
     }
 
     fn plan_create(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
-        let ext = desc.extents()?;
-        let r = desc.rank();
-        let mut n = [0i64; 3];
-        n[..r].copy_from_slice(desc.dims());
-        // Both embeds null, or both given (a packed side spelled out): hipFFT, like cuFFT,
-        // takes the advanced layout only from two embeds.
-        let layouts = desc.library_layouts();
-        let mut in_embed = layouts.map(|(i, _)| i.embed);
-        let mut out_embed = layouts.map(|(_, o)| o.embed);
-        // A null embed selects the packed layout; its stride and distance are then ignored,
-        // but they are passed as the packed values so either reading agrees.
-        let input = result::Side {
-            stride: layouts.map_or(1, |(i, _)| i.stride),
-            dist: layouts.map_or(packed_dist(&ext.input_dims[..r]), |(i, _)| i.dist),
-            embed: in_embed.as_mut(),
-        };
-        let output = result::Side {
-            stride: layouts.map_or(1, |(_, o)| o.stride),
-            dist: layouts.map_or(packed_dist(&ext.output_dims[..r]), |(_, o)| o.dist),
-            embed: out_embed.as_mut(),
-        };
-        // SAFETY: resolved hipFFT; the handle is destroyed below if making it fails.
-        let plan = unsafe { result::create(&self.fft)? };
-        // SAFETY: `plan` was just created and is made only here; `n` and the embeds hold `r` entries.
-        let made = unsafe {
-            result::set_auto_allocation(&self.fft, plan, options.auto_allocation).and_then(|()| {
-                result::make_plan_many64(
-                    &self.fft,
-                    plan,
-                    r as i32,
-                    &mut n,
-                    input,
-                    output,
-                    desc.transform.raw(),
-                    desc.batch,
-                )
-            })
-        };
-        match made {
-            Ok(work_size) => Ok(CreatedPlan { plan: RawPlan(plan as usize), work_size }),
-            Err(e) => {
-                // SAFETY: the handle created above, used by nobody else.
-                if let Err(d) = unsafe { result::destroy(&self.fft, plan) } {
-                    tracing::warn!(error = %d, "hipfftDestroy after a failed plan creation failed");
-                }
-                Err(e)
-            }
-        }
+        // Relaxed: the plan's hipMalloc, on the pool's creation worker, must neither fail nor
+        // break a global-mode capture another thread is making.
+        // SAFETY: a resolved runtime.
+        unsafe { result::relaxed(&self.hip, || self.make_plan(desc, options)) }
     }
 
     unsafe fn plan_exec(
@@ -327,9 +283,21 @@ unsafe impl Runtime for HipRuntime {
     }
 
     unsafe fn plan_destroy(&self, plan: RawPlan) -> Result<()> {
+        // The pool destroys on its own thread: relaxed, so that the hipFree inside neither
+        // fails nor breaks a global-mode capture another thread is making.
         // SAFETY: the trait method's contract (live handles, device ranges of the sizes
         // given) is this call's.
-        unsafe { result::destroy(&self.fft, handle(plan)) }
+        unsafe { result::relaxed(&self.hip, || result::destroy(&self.fft, handle(plan))) }
+    }
+
+    unsafe fn stream_is_capturing(&self, s: RawStream) -> Result<bool> {
+        // SAFETY: the trait method's contract: a live stream of this runtime.
+        unsafe { result::stream_is_capturing(&self.hip, stream(s)) }
+    }
+
+    unsafe fn launch_host_fn(&self, s: RawStream, call: crate::runtime::boundary::HostCall) -> Result<()> {
+        // SAFETY: the trait method's contract; `HostCall::new`'s keeps the data valid.
+        unsafe { result::launch_host_func(&self.hip, stream(s), call.function(), call.data()) }
     }
 
     fn event_create(&self) -> Result<RawEvent> {
@@ -440,3 +408,56 @@ unsafe impl Runtime for HipRuntime {
     }
 }
 
+impl HipRuntime {
+    /// `hipfftCreate` + `hipfftSetAutoAllocation` + `hipfftMakePlanMany64` (see `plan_create`).
+    fn make_plan(&self, desc: &PlanDesc, options: PlanOptions) -> Result<CreatedPlan> {
+        let ext = desc.extents()?;
+        let r = desc.rank();
+        let mut n = [0i64; 3];
+        n[..r].copy_from_slice(desc.dims());
+        // Both embeds null, or both given (a packed side spelled out): hipFFT, like cuFFT,
+        // takes the advanced layout only from two embeds.
+        let layouts = desc.library_layouts();
+        let mut in_embed = layouts.map(|(i, _)| i.embed);
+        let mut out_embed = layouts.map(|(_, o)| o.embed);
+        // A null embed selects the packed layout; its stride and distance are then ignored,
+        // but they are passed as the packed values so either reading agrees.
+        let input = result::Side {
+            stride: layouts.map_or(1, |(i, _)| i.stride),
+            dist: layouts.map_or(packed_dist(&ext.input_dims[..r]), |(i, _)| i.dist),
+            embed: in_embed.as_mut(),
+        };
+        let output = result::Side {
+            stride: layouts.map_or(1, |(_, o)| o.stride),
+            dist: layouts.map_or(packed_dist(&ext.output_dims[..r]), |(_, o)| o.dist),
+            embed: out_embed.as_mut(),
+        };
+        // SAFETY: resolved hipFFT; the handle is destroyed below if making it fails.
+        let plan = unsafe { result::create(&self.fft)? };
+        // SAFETY: `plan` was just created and is made only here; `n` and the embeds hold `r` entries.
+        let made = unsafe {
+            result::set_auto_allocation(&self.fft, plan, options.auto_allocation).and_then(|()| {
+                result::make_plan_many64(
+                    &self.fft,
+                    plan,
+                    r as i32,
+                    &mut n,
+                    input,
+                    output,
+                    desc.transform.raw(),
+                    desc.batch,
+                )
+            })
+        };
+        match made {
+            Ok(work_size) => Ok(CreatedPlan { plan: RawPlan(plan as usize), work_size }),
+            Err(e) => {
+                // SAFETY: the handle created above, used by nobody else.
+                if let Err(d) = unsafe { result::destroy(&self.fft, plan) } {
+                    tracing::warn!(error = %d, "hipfftDestroy after a failed plan creation failed");
+                }
+                Err(e)
+            }
+        }
+    }
+}

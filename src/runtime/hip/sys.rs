@@ -278,5 +278,11 @@ library! {
         pub hipGetErrorName: unsafe extern "C" fn(hipError_t) -> *const c_char,
         /// `hipError_t hipGetDeviceFlags(unsigned int* flags);`
         pub hipGetDeviceFlags: unsafe extern "C" fn(*mut c_uint) -> hipError_t,
+        /// `hipError_t hipStreamIsCapturing(hipStream_t stream, hipStreamCaptureStatus* pCaptureStatus);`
+        pub hipStreamIsCapturing: unsafe extern "C" fn(hipStream_t, *mut c_int) -> hipError_t,
+        /// `hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void* userData);`
+        pub hipLaunchHostFunc: unsafe extern "C" fn(hipStream_t, unsafe extern "C" fn(*mut c_void), *mut c_void) -> hipError_t,
+        /// `hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode* mode);`
+        pub hipThreadExchangeStreamCaptureMode: unsafe extern "C" fn(*mut c_int) -> hipError_t,
     }
 }
