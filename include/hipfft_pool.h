@@ -146,6 +146,11 @@ typedef enum hfp_status {
    * once. The message says how many live plans it needs.
    */
   HFP_CEILING_HELD = 10,
+  /**
+   * The pool was made before this process forked: a forked child cannot use it. The
+   * message names both processes; make a new pool in the child.
+   */
+  HFP_FORKED = 11,
 } hfp_status;
 
 /**

@@ -103,6 +103,20 @@ pub enum Error {
         needed: usize,
     },
 
+    /// The pool was made before this process forked: a forked child cannot use it (its
+    /// threads and its plans stayed with the parent); make a new pool in the child.
+    #[error(
+        "this pool was made in process {made_in}, before it forked; process {now} is a child of that fork and cannot use \
+         it (the pool's threads, locks and plans stayed with the parent): make a new pool in the child (a CUDA or HIP \
+         context initialized before the fork is not usable in the child either: the runtime's own rule)"
+    )]
+    Forked {
+        /// The process that made the pool.
+        made_in: u32,
+        /// This process.
+        now: u32,
+    },
+
     /// A create or destroy on the device has not returned for longer than the acquire
     /// timeout: misses on that device fail at once until it returns.
     #[error(

@@ -78,7 +78,7 @@ impl Fail {
             Error::Unavailable(_) => code::SETUP_FAILED,
             // A call on the device has not returned: no plan can be had there.
             Error::DeviceStuck { .. } => code::ALLOC_FAILED,
-            Error::ShutDown | Error::Internal(_) => code::INTERNAL_ERROR,
+            Error::ShutDown | Error::Internal(_) | Error::Forked { .. } => code::INTERNAL_ERROR,
         };
         let mut message = e.to_string();
         if let Error::CeilingHeld { .. } = e {

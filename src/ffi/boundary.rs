@@ -48,6 +48,9 @@ pub enum hfp_status {
     /// graph that can still run it, a plan kept for the process's life): the miss failed at
     /// once. The message says how many live plans it needs.
     HFP_CEILING_HELD = 10,
+    /// The pool was made before this process forked: a forked child cannot use it. The
+    /// message names both processes; make a new pool in the child.
+    HFP_FORKED = 11,
 }
 
 impl hfp_status {
@@ -59,6 +62,7 @@ impl hfp_status {
             hfp_status::HFP_RUNTIME_ERROR => c"HFP_RUNTIME_ERROR",
             hfp_status::HFP_CEILING_TIMEOUT => c"HFP_CEILING_TIMEOUT",
             hfp_status::HFP_CEILING_HELD => c"HFP_CEILING_HELD",
+            hfp_status::HFP_FORKED => c"HFP_FORKED",
             hfp_status::HFP_RUNTIME_UNAVAILABLE => c"HFP_RUNTIME_UNAVAILABLE",
             hfp_status::HFP_SHUT_DOWN => c"HFP_SHUT_DOWN",
             hfp_status::HFP_INTERNAL_ERROR => c"HFP_INTERNAL_ERROR",
@@ -67,7 +71,7 @@ impl hfp_status {
         }
     }
 
-    pub(crate) const ALL: [hfp_status; 11] = [
+    pub(crate) const ALL: [hfp_status; 12] = [
         hfp_status::HFP_OK,
         hfp_status::HFP_INVALID_ARGUMENT,
         hfp_status::HFP_INVALID_DESCRIPTOR,
@@ -79,6 +83,7 @@ impl hfp_status {
         hfp_status::HFP_BUFFER_TOO_SMALL,
         hfp_status::HFP_DEVICE_STUCK,
         hfp_status::HFP_CEILING_HELD,
+        hfp_status::HFP_FORKED,
     ];
 }
 
@@ -113,6 +118,7 @@ pub(crate) fn status_of(e: &Error) -> hfp_status {
         Error::Runtime { .. } => hfp_status::HFP_RUNTIME_ERROR,
         Error::CeilingTimeout { .. } => hfp_status::HFP_CEILING_TIMEOUT,
         Error::CeilingHeld { .. } => hfp_status::HFP_CEILING_HELD,
+        Error::Forked { .. } => hfp_status::HFP_FORKED,
         Error::DeviceStuck { .. } => hfp_status::HFP_DEVICE_STUCK,
         Error::Unavailable(_) => hfp_status::HFP_RUNTIME_UNAVAILABLE,
         Error::ShutDown => hfp_status::HFP_SHUT_DOWN,

@@ -4,7 +4,6 @@
 
 use std::ffi::{c_char, c_void};
 use std::mem::size_of;
-use std::sync::OnceLock;
 
 use super::boundary::{Failure, guard, guard_value, hfp_status, out_ptr};
 use super::types::{hfp_config, hfp_metrics};
@@ -126,17 +125,36 @@ pub unsafe extern "C" fn hfp_pool_free(pool: *mut hfp_pool) {
             return Err(Failure::invalid("invalid argument `pool`: the default pool is never freed"));
         }
         // SAFETY: a pool from hfp_pool_new / hfp_pool_from_env, given up by the caller.
-        drop(unsafe { Box::from_raw(pool) });
+        let pool = unsafe { Box::from_raw(pool) };
+        if pool.pool.is_inherited() {
+            // A forked child's copy of the parent's pool: left as it is (its threads, locks
+            // and plans are the parent's), at once.
+            std::mem::forget(pool);
+        }
         Ok(())
     });
 }
 
-static DEFAULT_POOL: OnceLock<Result<Box<hfp_pool>, String>> = OnceLock::new();
+/// The default pool of each fork generation that asked for one (a forked child gets one of
+/// its own: the parent's is the parent's).
+static DEFAULT_POOLS: parking_lot::Mutex<Vec<(u64, Result<&'static hfp_pool, String>)>> = parking_lot::Mutex::new(Vec::new());
 
-/// At exit: the default pool's working set to `HIPFFT_POOL_MANIFEST_OUT`. Never unwinds.
+/// Locks the default pools' list (before a fork; the guard goes after it on both sides).
+pub(crate) fn lock_for_fork() -> Box<dyn std::any::Any> {
+    Box::new(DEFAULT_POOLS.lock())
+}
+
+/// The default pool of this process, if it made one.
+fn own_default_pool() -> Option<&'static hfp_pool> {
+    let generation = crate::sync::fork::generation();
+    DEFAULT_POOLS.lock().iter().find(|(g, _)| *g == generation).and_then(|(_, p)| p.as_ref().ok().copied())
+}
+
+/// At exit: the default pool's working set to `HIPFFT_POOL_MANIFEST_OUT`. Never unwinds; in
+/// a forked child that made no default pool of its own, does nothing.
 extern "C" fn save_default_manifest() {
     let _ = std::panic::catch_unwind(|| {
-        let (Some(Ok(pool)), Some(path)) = (DEFAULT_POOL.get(), std::env::var_os("HIPFFT_POOL_MANIFEST_OUT")) else { return };
+        let (Some(pool), Some(path)) = (own_default_pool(), std::env::var_os("HIPFFT_POOL_MANIFEST_OUT")) else { return };
         if let Err(e) = pool.pool.save_manifest(&path) {
             eprintln!("hipfft-pool: warning: HIPFFT_POOL_MANIFEST_OUT: {e}");
         }
@@ -144,7 +162,7 @@ extern "C" fn save_default_manifest() {
 }
 
 fn is_default_pool(p: *const hfp_pool) -> bool {
-    matches!(DEFAULT_POOL.get(), Some(Ok(b)) if std::ptr::eq(&**b, p))
+    DEFAULT_POOLS.lock().iter().any(|(_, d)| matches!(d, Ok(b) if std::ptr::eq(*b, p)))
 }
 
 /// The process's default pool, configured from the environment like `hfp_pool_from_env`
@@ -155,23 +173,33 @@ fn is_default_pool(p: *const hfp_pool) -> bool {
 #[unsafe(no_mangle)]
 pub extern "C" fn hfp_default_pool() -> *mut hfp_pool {
     guard_value("hfp_default_pool", std::ptr::null_mut(), || {
-        let made = DEFAULT_POOL.get_or_init(|| {
+        crate::sync::fork::lock_around_fork(lock_for_fork);
+        let generation = crate::sync::fork::generation();
+        let mut pools = DEFAULT_POOLS.lock();
+        if !pools.iter().any(|(g, _)| *g == generation) {
             let (cfg, warnings) = PoolConfig::from_env();
             let manifest_out = cfg.manifest_out.is_some();
-            let made = make_pool(cfg, &warnings).map(|pool| Box::new(hfp_pool::new(pool, &warnings))).map_err(|f| f.message);
+            let made: Result<&'static hfp_pool, String> = make_pool(cfg, &warnings)
+                .map(|pool| &*Box::leak(Box::new(hfp_pool::new(pool, &warnings))))
+                .map_err(|f| f.message);
+            // Once per process: a forked child inherits the registration.
+            static ATEXIT: std::sync::Once = std::sync::Once::new();
             if manifest_out && made.is_ok() {
-                // The default pool is never dropped: its HIPFFT_POOL_MANIFEST_OUT is written
-                // at exit instead.
-                unsafe extern "C" {
-                    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
-                }
-                // SAFETY: registers a plain function; it only reads the pool and writes a file.
-                unsafe { atexit(save_default_manifest) };
+                ATEXIT.call_once(|| {
+                    // The default pool is never dropped: its HIPFFT_POOL_MANIFEST_OUT is
+                    // written at exit instead.
+                    unsafe extern "C" {
+                        fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+                    }
+                    // SAFETY: registers a plain function; it only reads the pool and writes a file.
+                    unsafe { atexit(save_default_manifest) };
+                });
             }
-            made
-        });
+            pools.push((generation, made));
+        }
+        let made = &pools.iter().find(|(g, _)| *g == generation).expect("pushed above").1;
         match made {
-            Ok(b) => Ok(&**b as *const hfp_pool as *mut hfp_pool),
+            Ok(b) => Ok(*b as *const hfp_pool as *mut hfp_pool),
             Err(why) => Err(Failure::new(
                 hfp_status::HFP_RUNTIME_UNAVAILABLE,
                 format!("the default pool could not be made: {why}"),

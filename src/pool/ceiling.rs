@@ -17,7 +17,7 @@
 //! registered before it last looked for room: a miss holds a [`Waiting`] registration from
 //! [`LiveCeiling::register`] across its last look and its wait.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, loom_sc_fence};
@@ -106,17 +106,33 @@ impl LiveCeiling {
     }
 
     /// The process-wide ceiling. The first caller sets its limit; later callers share it
-    /// whatever limit they ask for (the pool warns when they differ).
+    /// whatever limit they ask for (the pool warns when they differ). A forked child gets a
+    /// ceiling of its own (`sync::fork`): the parent's plans are not its handles.
     pub fn process_wide(limit: usize) -> Arc<Self> {
-        static GLOBAL: OnceLock<Arc<LiveCeiling>> = OnceLock::new();
-        GLOBAL.get_or_init(|| LiveCeiling::new(limit)).clone()
+        Self::process_wide_for(None, limit)
     }
 
     /// The process-wide ceiling of one device, for pools that split the ceiling per device.
     /// The first caller for a device sets its limit.
     pub fn process_wide_for_device(device: i32, limit: usize) -> Arc<Self> {
-        static PER_DEVICE: OnceLock<parking_lot::Mutex<std::collections::HashMap<i32, Arc<LiveCeiling>>>> = OnceLock::new();
-        PER_DEVICE.get_or_init(Default::default).lock().entry(device).or_insert_with(|| LiveCeiling::new(limit)).clone()
+        Self::process_wide_for(Some(device), limit)
+    }
+
+    fn process_wide_for(device: Option<i32>, limit: usize) -> Arc<Self> {
+        crate::sync::fork::lock_around_fork(lock_for_fork);
+        let generation = crate::sync::fork::generation();
+        let mut all = PROCESS_WIDE.lock();
+        if all.generation != generation {
+            // Inherited across a fork: the parent's counts are not this process's handles.
+            all.ceilings.clear();
+            all.generation = generation;
+        }
+        if let Some((_, c)) = all.ceilings.iter().find(|(d, _)| *d == device) {
+            return c.clone();
+        }
+        let c = LiveCeiling::new(limit);
+        all.ceilings.push((device, c.clone()));
+        c
     }
 
     /// The most handles allowed alive at once.
@@ -250,6 +266,22 @@ impl LiveCeiling {
         drop(guard);
         changed
     }
+}
+
+/// The process-wide ceilings (`None`: the one shared by every device), of one fork generation.
+struct ProcessWide {
+    generation: u64,
+    ceilings: Vec<(Option<i32>, Arc<LiveCeiling>)>,
+}
+
+static PROCESS_WIDE: parking_lot::Mutex<ProcessWide> = parking_lot::Mutex::new(ProcessWide { generation: 0, ceilings: Vec::new() });
+
+/// Locks the process-wide ceilings and the waiters' registry (before a fork; the guard goes
+/// after it, on both sides), so that a child never inherits either lock held.
+pub(crate) fn lock_for_fork() -> Box<dyn std::any::Any> {
+    let ceilings = PROCESS_WIDE.lock();
+    let waiters = lock(&registry().ceilings);
+    Box::new((ceilings, waiters))
 }
 
 /// A registration as a waiter (see [`LiveCeiling::register`]); unregisters on drop.

@@ -80,6 +80,11 @@ pub type FlushHook = Arc<dyn Fn() + Send + Sync>;
 pub struct PlanPool {
     /// This pool among the process's pools, for the threads' front caches (`front`).
     id: u64,
+    /// The fork generation it was made in (`sync::fork`): in a later one (a forked child) it
+    /// refuses every call and is left alone when dropped.
+    born: u64,
+    /// The process that made it, for the message a forked child gets.
+    born_in: u32,
     core: Arc<Core>,
     /// The cached plans; shared with the ceiling, which asks it for an idle plan when a
     /// miss of another pool at that ceiling finds nothing idle of its own.
@@ -473,8 +478,11 @@ impl PlanPool {
                 working_set: WorkingSet::default(),
             }),
         });
+        crate::sync::fork::install();
         Ok(PlanPool {
             id: front::next_pool_id(),
+            born: crate::sync::fork::generation(),
+            born_in: std::process::id(),
             core,
             cache,
             retire_rx,
@@ -672,6 +680,9 @@ impl PlanPool {
     /// ```
     #[inline]
     pub fn acquire(&self, desc: &PlanDesc) -> Result<Lease> {
+        if self.born != crate::sync::fork::generation() {
+            return Err(self.forked());
+        }
         match self.try_hit(desc) {
             Some(lease) => Ok(lease),
             None => self.acquire_slow(desc),
@@ -867,6 +878,26 @@ impl PlanPool {
             tracing::warn!("{w}");
         }
         f
+    }
+
+    /// Whether this pool was made before this process forked (see `sync::fork`).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime)?;
+    /// assert!(!pool.is_inherited(), "made in this process");
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn is_inherited(&self) -> bool {
+        self.born != crate::sync::fork::generation()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forked(&self) -> Error {
+        Error::Forked { made_in: self.born_in, now: std::process::id() }
     }
 
     #[cold]
@@ -1633,6 +1664,10 @@ impl PlanPool {
     /// # Ok::<(), hipfft_pool::Error>(())
     /// ```
     pub fn shutdown(&self) -> ShutdownReport {
+        if self.is_inherited() {
+            // The parent's plans, threads and locks: nothing here may touch them.
+            return ShutdownReport::default();
+        }
         let mut victims = Vec::new();
         {
             let mut inner = lock(&self.cache.inner);
@@ -1889,6 +1924,16 @@ fn warn_unsubscribed(w: &str) {
 
 impl Drop for PlanPool {
     fn drop(&mut self) {
+        if self.is_inherited() {
+            // A forked child's copy of the parent's pool: its threads stayed with the parent
+            // (nothing to join), its locks may be held, its plans are the parent's. What the
+            // parent writes at exit is the parent's.
+            if let Some((thread, stop)) = self.watchdog.take() {
+                std::mem::forget((thread, stop));
+            }
+            self.manifest_out = None;
+            return;
+        }
         if let Some(path) = self.manifest_out.take() {
             // Before the shutdown empties the cache (the cached plans' hits count).
             match self.save_manifest(&path) {

@@ -19,9 +19,13 @@
 //!   the same small API under it. Loom then checks the pool's use of the map (a hit holds
 //!   the entry's guard across its `try_lease`), not dashmap's internal sharding.
 //!
+//! - `fork`: which pools belong to this process after a `fork()`, and the global locks a child
+//!   must not inherit held (`pthread_atfork`).
+//!
 //! Model tests sit next to the code they check, in `pool/tests/loom_*.rs`.
 
 pub(crate) mod channel;
+pub(crate) mod fork;
 pub(crate) mod map;
 pub(crate) mod parking;
 pub(crate) mod thread;
