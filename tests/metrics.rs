@@ -1,6 +1,7 @@
 //! The exports, validated: Prometheus text through `promtool check metrics` (Debian's
 //! `prometheus` package) and a parser of our own; JSON through serde; the summary; the
-//! loopback endpoint; and the watchdog and thrash warning firing on the sim's faults.
+//! loopback endpoint over a pool (its HTTP behaviour is tested in `src/observe/tests.rs`);
+//! and the watchdog and thrash warning firing on the sim's faults.
 //!
 //! Pools here evict in LRU order (`Eviction::Lru`): the tests state which plan an eviction
 //! takes, and on the sim creations take no time, so the default cost eviction would rank
@@ -108,12 +109,23 @@ fn the_loopback_endpoint_serves_the_text() {
     drop(held);
     let pool = Arc::new(pool);
     let server = hipfft_pool::observe::serve::MetricsServer::start("127.0.0.1:0", &pool).unwrap();
-    let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut body = String::new();
-    conn.read_to_string(&mut body).unwrap();
-    assert!(body.starts_with("HTTP/1.1 200 OK"));
+    let get = |path: &str| {
+        let mut conn = std::net::TcpStream::connect(server.addr()).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).unwrap();
+        let mut reply = String::new();
+        conn.read_to_string(&mut reply).unwrap();
+        let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+        (head.to_string(), body.to_string())
+    };
+    let (head, body) = get("/metrics");
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     assert!(body.contains("hipfft_pool_live_handles{device=\"0\"}"));
+    let (head, body) = get("/metrics.json");
+    assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("Content-Type: application/json"), "{head}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["total"]["creations"], pool.metrics().creations);
+    assert!(get("/").0.starts_with("HTTP/1.1 404 "));
     assert!(hipfft_pool::observe::serve::MetricsServer::start("0.0.0.0:0", &pool).unwrap_err().to_string().contains("loopback"));
 }
 

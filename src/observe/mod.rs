@@ -10,13 +10,21 @@
 //!   ceiling implements (so this layer never names a pool type).
 //! - `export`: Prometheus text exposition, the JSON form and the `metrics` facade.
 //! - `serve`: [`MetricsServer`](serve::MetricsServer), a loopback HTTP endpoint for any
-//!   [`MetricsSource`](serve::MetricsSource).
+//!   [`MetricsSource`](serve::MetricsSource): its listener, threads, limits and lifecycle.
+//! - `http`: the HTTP/1.1 it speaks, apart from sockets: reading a request head, writing a
+//!   response.
+//! - `fork`: its listening socket, closed in a forked child.
+//! - `tests`: the server over real loopback connections (they read its socket's flags).
 //!
 //! This layer calls only [`crate::desc`] and the loom shim.
 #![deny(missing_docs)]
 
 pub mod counters;
 pub mod export;
+mod fork;
 pub mod histogram;
+mod http;
 pub mod serve;
+#[cfg(test)]
+mod tests;
 pub mod watchdog;
