@@ -8,8 +8,8 @@
 //! 128 handles thus keeps at most the pool's ceiling alive; a handle whose plan was evicted
 //! gets one back on its next execution.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use hipfft_pool::runtime::with_device;
 use hipfft_pool::MetricsServer;
@@ -578,35 +578,66 @@ impl Drop for Engine {
     }
 }
 
-/// The process's engine for `flavor`, made on first use.
+/// The process's engine for `flavor`, made on first use. A child of `fork()` makes an engine
+/// of its own on its first call (the parent's threads, locks and plans stayed with the parent;
+/// see `hipfft_pool::fork_generation`).
 #[inline]
 pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
-    // Every export asks: once the engine is made and its sink set, one load answers.
-    if let Some(e) = READY.get() {
-        return Ok(e);
+    // Every export asks: once the engine is made, one load and a compare answer.
+    match ready() {
+        Some(e) => Ok(e),
+        None => engine_slow(flavor),
     }
-    engine_slow(flavor)
 }
 
-/// The engine, once made.
-static READY: OnceLock<&'static Engine> = OnceLock::new();
+/// The engine of this process, and the fork generation it was made in.
+struct Made {
+    generation: u64,
+    engine: &'static Engine,
+}
 
-/// The process's engine if it was made (the graph hooks need none before: no plan exists).
+/// The engine, once made (one per fork generation; an earlier one is the parent's).
+static READY: AtomicPtr<Made> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This process's engine if it was made (the graph hooks need none before: no plan exists;
+/// a forked child's is not the parent's).
 #[inline]
 pub fn ready() -> Option<&'static Engine> {
-    READY.get().copied()
+    let p = READY.load(Ordering::Acquire);
+    // SAFETY: non-null, `p` is a leaked `Made`, never freed.
+    let made = unsafe { p.as_ref() }?;
+    (made.generation == hipfft_pool::fork_generation()).then_some(made.engine)
 }
+
+/// Engines made, or why not, per fork generation (a failure is answered again, not retried).
+static MADE: parking_lot::Mutex<Vec<(u64, Result<&'static Engine, Fail>)>> = parking_lot::Mutex::new(Vec::new());
 
 #[cold]
 #[inline(never)]
 fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
-    static ENGINE: OnceLock<Result<Engine, Fail>> = OnceLock::new();
-    crate::process::set_flavor(flavor);
-    let made = ENGINE.get_or_init(|| Engine::new(flavor)).as_ref().map_err(Clone::clone);
-    if let Ok(e) = made {
-        let _ = READY.set(e);
+    hipfft_pool::lock_around_fork(|| Box::new(MADE.lock()));
+    let generation = hipfft_pool::fork_generation();
+    let mut made = MADE.lock();
+    if let Some((_, r)) = made.iter().find(|(g, _)| *g == generation) {
+        return r.clone();
     }
-    made
+    crate::process::set_flavor(flavor);
+    let r = Engine::new(flavor).map(|e| &*Box::leak(Box::new(e))).map_err(|f| {
+        if generation == 0 {
+            return f;
+        }
+        let message = format!(
+            "{} (this process is a child of fork(): a GPU runtime its parent initialized cannot be used here, the \
+             runtime's own rule; make the FFT calls in the parent, or start the child with spawn or exec)",
+            f.message
+        );
+        Fail::new(f.code, message)
+    });
+    if let Ok(e) = r {
+        READY.store(Box::into_raw(Box::new(Made { generation, engine: e })), Ordering::Release);
+    }
+    made.push((generation, r.clone()));
+    r
 }
 
 /// The interposer destroys the least recently used plan first unless `HIPFFT_POOL_EVICTION`
@@ -1593,50 +1624,48 @@ impl Engine {
         self.handles.read().len()
     }
 
-    /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
-    /// Executions that went straight to a handle's resident plan, all handles so far.
-    fn resident_execs(&self) -> u64 {
-        let live: u64 = self.handles.read().values().map(|v| v.hot.resident_execs.load(Ordering::Relaxed)).sum();
-        self.counts.resident_execs.load(Ordering::Relaxed) + live
+
+    /// Executions that went straight to a handle's resident plan, all handles so far; `None`
+    /// if the handle map stays locked until `deadline`.
+    fn resident_execs_until(&self, deadline: Option<std::time::Instant>) -> Option<(u64, usize)> {
+        let handles = match deadline {
+            None => self.handles.read(),
+            Some(by) => self.handles.try_read_until(by)?,
+        };
+        let live: u64 = handles.values().map(|v| v.hot.resident_execs.load(Ordering::Relaxed)).sum();
+        Some((self.counts.resident_execs.load(Ordering::Relaxed) + live, handles.len()))
     }
 
+    /// One JSON object with the counts `HIPFFT_POOL_METRICS_OUT` writes at exit.
     pub fn metrics_json(&self) -> String {
-        let m = self.pool.metrics();
+        self.metrics_json_inner(None)
+    }
+
+    /// [`Engine::metrics_json`], waiting for no lock past `deadline`: what could not be read
+    /// is left out and named under `"unreadable"` (the exit hook's, which must never hang).
+    pub fn metrics_json_until(&self, deadline: std::time::Instant) -> String {
+        self.metrics_json_inner(Some(deadline))
+    }
+
+    fn metrics_json_inner(&self, deadline: Option<std::time::Instant>) -> String {
+        let mut unreadable: Vec<&str> = Vec::new();
         let failures = crate::process::failures();
-        let held = self.graphs.holdings();
         let mut j = serde_json::json!({
             "api": match self.flavor { Flavor::Cufft => "cufft", Flavor::Hipfft => "hipfft" },
             "runtime": self.rt.kind().name(),
             "library": self.library,
-            "capacity": m.capacity,
-            "ceiling": m.ceiling,
-            "peak_live": m.process_peak_live,
-            "live_at_exit": m.process_live,
-            "cached": m.cached,
-            "in_flight": m.in_flight,
-            "creations": m.creations,
-            "destroys": m.destroys,
-            "hits": m.hits,
-            "misses": m.misses,
-            "evictions": m.evictions,
+            "pid": std::process::id(),
             "eviction": self.eviction.name(),
-            "ceiling_waits": m.ceiling_waits,
-            "ceiling_timeouts": m.ceiling_timeouts,
             "virtual_handles_peak": self.counts.handles_peak.load(Ordering::Relaxed),
-            "virtual_handles_live": self.virtual_handles_live(),
             "virtual_handles_created": self.counts.handles_created.load(Ordering::Relaxed),
             "plans_made": self.counts.plans.load(Ordering::Relaxed),
-            "execs": self.counts.execs.load(Ordering::Relaxed) + self.resident_execs(),
-            "resident_execs": self.resident_execs(),
             "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
             "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),
-
             "failures": failures,
-            "deferred_releases": self.deferred.lock().len(),
             "own_real_plans": self.counts.real_plans.load(Ordering::Relaxed),
             "own_real_plans_peak": self.counts.real_plans_peak.load(Ordering::Relaxed),
             "auto_area_bytes": self.arena.bytes(),
@@ -1645,16 +1674,63 @@ impl Engine {
             "auto_area_allocations": self.arena.allocations.load(Ordering::Relaxed),
             "auto_area_reuses": self.arena.reuses.load(Ordering::Relaxed),
         });
+        let m = match deadline {
+            None => Some(self.pool.metrics()),
+            Some(by) => self.pool.metrics_until(by),
+        };
+        match &m {
+            Some(m) => {
+                for (k, v) in [
+                    ("capacity", m.capacity as u64),
+                    ("ceiling", m.ceiling as u64),
+                    ("peak_live", m.process_peak_live as u64),
+                    ("live_at_exit", m.process_live as u64),
+                    ("cached", m.cached as u64),
+                    ("in_flight", m.in_flight as u64),
+                    ("creations", m.creations),
+                    ("destroys", m.destroys),
+                    ("hits", m.hits),
+                    ("misses", m.misses),
+                    ("evictions", m.evictions),
+                    ("ceiling_waits", m.ceiling_waits),
+                    ("ceiling_timeouts", m.ceiling_timeouts),
+                ] {
+                    j[k] = v.into();
+                }
+                // `pin` has no limit of its own (the ceiling bounds it): written as the ceiling.
+                j["capture_resident_limit"] = self.residents.limit().min(m.ceiling).into();
+            }
+            None => unreadable.push("pool"),
+        }
+        match self.resident_execs_until(deadline) {
+            Some((resident, live)) => {
+                j["virtual_handles_live"] = live.into();
+                j["resident_execs"] = resident.into();
+                j["execs"] = (self.counts.execs.load(Ordering::Relaxed) + resident).into();
+            }
+            None => unreadable.push("handles"),
+        }
+        let deferred = match deadline {
+            None => Some(self.deferred.lock().len()),
+            Some(by) => self.deferred.list.try_lock_until(by).map(|d| d.len()),
+        };
+        match deferred {
+            Some(n) => j["deferred_releases"] = n.into(),
+            None => unreadable.push("deferred releases"),
+        }
+        match self.graphs.holdings_until(deadline) {
+            Some(held) => {
+                j["graph_held_plans"] = held.plans.into();
+                j["graph_held_for_good"] = held.forever.into();
+                j["graphs_holding_plans"] = held.graphs.into();
+                j["instantiations_holding_plans"] = held.execs.into();
+            }
+            None => unreadable.push("graphs"),
+        }
         j["captured_followed"] = self.counts.captured_followed.load(Ordering::Relaxed).into();
         j["captured_kept"] = self.counts.captured_kept.load(Ordering::Relaxed).into();
-        j["graph_held_plans"] = held.plans.into();
-        j["graph_held_for_good"] = held.forever.into();
-        j["graphs_holding_plans"] = held.graphs.into();
-        j["instantiations_holding_plans"] = held.execs.into();
         j["standing"] = self.pool.ceiling().standing().into();
         j["capture_residents"] = self.residents.len().into();
-        // `pin` has no limit of its own (the ceiling bounds it): written as the ceiling.
-        j["capture_resident_limit"] = self.residents.limit().min(m.ceiling).into();
         j["captured_on_residents"] = self.counts.captured_on_residents.load(Ordering::Relaxed).into();
         j["work_sizes_remembered"] = self.counts.work_sizes_remembered.load(Ordering::Relaxed).into();
         if let Some(p) = crate::profile::json() {
@@ -1667,6 +1743,9 @@ impl Engine {
             j["sim_violations"] = sim.violations().into();
             j["sim_live_graphs"] = sim.live_graphs().0.into();
             j["sim_live_instantiations"] = sim.live_graphs().1.into();
+        }
+        if !unreadable.is_empty() {
+            j["unreadable"] = unreadable.into();
         }
         j.to_string()
     }
@@ -1688,39 +1767,70 @@ fn register_exit_hook() {
     }
     extern "C" fn at_exit() {
         EXITING.store(true, Ordering::Release);
-        let _ = std::panic::catch_unwind(write_metrics_out);
-        let _ = std::panic::catch_unwind(write_manifest_out);
+        // This process's engine only: a forked child that made none has nothing to write
+        // (what the parent writes is the parent's).
+        let Some(e) = ready() else { return };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_metrics_out(e)));
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_manifest_out(e)));
     }
     // SAFETY: registers a plain function; it only reads counters and writes a file.
     unsafe { libc::atexit(at_exit) };
 }
 
-/// Writes the pool's working set to `HIPFFT_POOL_MANIFEST_OUT`, if set (at exit).
-pub fn write_manifest_out() {
-    let Some(path) = std::env::var_os("HIPFFT_POOL_MANIFEST_OUT").filter(|p| !p.is_empty()) else { return };
-    let Some(f) = flavor() else { return };
-    let Ok(e) = engine(f) else { return };
-    if let Err(err) = e.pool().save_manifest(&path) {
-        warn(&format!("HIPFFT_POOL_MANIFEST_OUT: {err}"));
+/// How long an exit hook waits for a lock before it gives up on what the lock guards: a
+/// thread interrupted by the signal that called `exit`, or one still at work, may hold it.
+const EXIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Writes the pool's working set to `HIPFFT_POOL_MANIFEST_OUT`, if set (at exit), through a
+/// temporary file renamed into place; a per-process path in a forked child (see
+/// [`per_process_path`]).
+pub fn write_manifest_out(e: &Engine) {
+    let Some(raw) = std::env::var_os("HIPFFT_POOL_MANIFEST_OUT").filter(|p| !p.is_empty()) else { return };
+    let path = per_process_path(&raw.to_string_lossy());
+    match e.pool().manifest_until(std::time::Instant::now() + EXIT_LOCK_WAIT) {
+        Some(m) => {
+            if let Err(err) = m.save(&path) {
+                warn(&format!("HIPFFT_POOL_MANIFEST_OUT={path}: {err}"));
+            }
+        }
+        None => warn(&format!("HIPFFT_POOL_MANIFEST_OUT={path} not written: the pool's cache was locked at exit")),
     }
 }
 
-/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit); `%p` in the path
-/// becomes the process id, so that each process of a tree (pytest-xdist workers, a
-/// launcher's children) writes its own file.
-pub fn write_metrics_out() {
+/// Writes the metrics JSON to `HIPFFT_POOL_METRICS_OUT`, if set (at exit): through a
+/// temporary file renamed into place (a reader, or another process writing the same path,
+/// never sees half a file), at [`per_process_path`], from a snapshot that waits for no lock
+/// (what it could not read is named under `"unreadable"`).
+pub fn write_metrics_out(e: &Engine) {
     let Some(raw) = std::env::var_os("HIPFFT_POOL_METRICS_OUT").filter(|p| !p.is_empty()) else { return };
     let path = per_process_path(&raw.to_string_lossy());
-    let Some(f) = flavor() else { return };
-    let Ok(e) = engine(f) else { return };
-    if let Err(err) = std::fs::write(&path, e.metrics_json() + "\n") {
+    let json = e.metrics_json_until(std::time::Instant::now() + EXIT_LOCK_WAIT);
+    if let Err(err) = write_atomically(std::path::Path::new(&path), &(json + "\n")) {
         warn(&format!("HIPFFT_POOL_METRICS_OUT={path}: {err}"));
     }
 }
 
-/// `raw` with each `%p` replaced by this process's id.
+/// Writes `text` to a temporary file beside `path`, then renames it into place.
+fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// `raw` with each `%p` replaced by this process's id; in a forked child, a path with no
+/// `%p` gets `.<pid>` appended, so that the child never overwrites its parent's file.
 fn per_process_path(raw: &str) -> String {
-    raw.replace("%p", &std::process::id().to_string())
+    let pid = std::process::id().to_string();
+    if raw.contains("%p") {
+        raw.replace("%p", &pid)
+    } else if hipfft_pool::fork_generation() > 0 {
+        format!("{raw}.{pid}")
+    } else {
+        raw.to_string()
+    }
 }
 
 #[cfg(test)]

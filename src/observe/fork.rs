@@ -24,7 +24,6 @@ mod unix {
     use std::sync::atomic::{AtomicI32, Ordering};
 
     unsafe extern "C" {
-        fn pthread_atfork(prepare: Option<extern "C" fn()>, parent: Option<extern "C" fn()>, child: Option<extern "C" fn()>) -> c_int;
         fn close(fd: c_int) -> c_int;
     }
 
@@ -32,7 +31,7 @@ mod unix {
     static SLOTS: [AtomicI32; 32] = [const { AtomicI32::new(-1) }; 32];
 
     /// Runs in the child, right after `fork`, before `fork` returns there.
-    extern "C" fn close_in_forked_child() {
+    unsafe extern "C" fn close_in_forked_child() {
         for slot in &SLOTS {
             let fd = slot.swap(-1, Ordering::SeqCst);
             if fd >= 0 {
@@ -77,12 +76,9 @@ mod unix {
         /// Registers `listener` to be closed in forked children.
         pub(crate) fn new(listener: TcpListener) -> (Listener, ForkGuard) {
             static HANDLER: Once = Once::new();
-            HANDLER.call_once(|| {
-                // SAFETY: registers a function that only swaps atomics and calls `close`. If
-                // registering fails, the slots are never cleared in a child, and
-                // `close_in_child` closes the socket there instead.
-                unsafe { pthread_atfork(None, None, Some(close_in_forked_child)) };
-            });
+            // A function that only swaps atomics and calls `close`. If registering fails, the
+            // slots are never cleared in a child, and `close_in_child` closes it there instead.
+            HANDLER.call_once(|| crate::sync::fork::atfork(None, None, Some(close_in_forked_child)));
             let fd = listener.as_raw_fd();
             let slot = SLOTS.iter().position(|s| s.compare_exchange(-1, fd, Ordering::SeqCst, Ordering::SeqCst).is_ok());
             (Listener { inner: listener, slot }, ForkGuard { fd, slot })

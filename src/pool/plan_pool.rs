@@ -1278,11 +1278,62 @@ impl PlanPool {
         ids.into_iter().map(|d| (d, self.snapshot(Some(d)))).collect()
     }
 
+    /// Every count, as [`PlanPool::metrics`], or `None` if a lock it needs stays held until
+    /// `deadline`: for exit hooks, which must never wait on a lock (a thread interrupted by a
+    /// signal, or gone with a fork, may hold it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    /// assert_eq!(pool.metrics_until(deadline).map(|m| m.cached), Some(0));
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn metrics_until(&self, deadline: Instant) -> Option<MetricsSnapshot> {
+        if self.is_inherited() {
+            return None;
+        }
+        self.snapshot_until(None, Some(deadline))
+    }
+
+    /// [`PlanPool::manifest`], or `None` if the cache stays locked until `deadline` (see
+    /// [`PlanPool::metrics_until`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// # let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(8).build()?, runtime)?;
+    /// let deadline = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    /// assert!(pool.manifest_until(deadline).is_some());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn manifest_until(&self, deadline: Instant) -> Option<Manifest> {
+        if self.is_inherited() {
+            return None;
+        }
+        let mut m = Manifest::empty_for(&*self.core.runtime);
+        let inner = lock_until(&self.cache.inner, Some(deadline))?;
+        let live: HashMap<PlanDesc, u64> = inner.lru.iter().map(|(k, e)| (*k, e.state.hits())).collect();
+        m.plans = inner.working_set.plans(&live);
+        Some(m)
+    }
+
     fn snapshot(&self, only: Option<i32>) -> MetricsSnapshot {
+        self.snapshot_until(only, None).expect("no deadline: every lock is waited for")
+    }
+
+    fn snapshot_until(&self, only: Option<i32>, deadline: Option<Instant>) -> Option<MetricsSnapshot> {
         let want = |d: i32| only.is_none_or(|o| o == d);
         let mut m = MetricsSnapshot::default();
         {
-            let inner = lock(&self.cache.inner);
+            let inner = lock_until(&self.cache.inner, deadline)?;
             m.capacity = inner.capacity;
             for (_, e) in inner.lru.iter().filter(|(_, e)| want(e.desc.device)) {
                 m.cached += 1;
@@ -1291,14 +1342,15 @@ impl PlanPool {
                 m.in_flight += e.state.leases();
             }
         }
-        for e in lock(&self.core.retired).values().filter(|e| want(e.desc.device)) {
+        for e in lock_until(&self.core.retired, deadline)?.values().filter(|e| want(e.desc.device)) {
             m.retired_pending += 1;
             m.hits += e.state.hits();
             m.in_flight += e.state.leases();
         }
-        let devices: Vec<Arc<Device>> = match only {
-            Some(d) => vec![self.core.device(d)],
-            None => self.core.devices.read().values().cloned().collect(),
+        let devices: Vec<Arc<Device>> = match (only, deadline) {
+            (Some(d), _) => vec![self.core.device(d)],
+            (None, None) => self.core.devices.read().values().cloned().collect(),
+            (None, Some(by)) => self.core.devices.try_read_until(by)?.values().cloned().collect(),
         };
         let mut ceilings: Vec<Arc<LiveCeiling>> = Vec::new();
         for d in &devices {
@@ -1320,8 +1372,10 @@ impl PlanPool {
             m.live = self.core.live.load(Ordering::SeqCst);
             m.peak_live = self.core.peak_live.load(Ordering::Relaxed);
         }
-        m.stalled = self.core.watchdog.scan_device(only);
-        m
+        if deadline.is_none() {
+            m.stalled = self.core.watchdog.scan_device(only);
+        }
+        Some(m)
     }
 
     /// Runtime calls running past the watchdog threshold right now.
@@ -1915,6 +1969,25 @@ impl Drop for CreationGuard<'_> {
 }
 
 /// A warning a C or C++ host sees too: logged, and printed when no subscriber is installed.
+/// Locks `m`, waiting until `deadline` at the most (for ever with none): `None` if it stayed
+/// held (polled, so that a lock held for good costs the caller the bound, not a hang).
+fn lock_until<T>(m: &Mutex<T>, deadline: Option<Instant>) -> Option<crate::sync::MutexGuard<'_, T>> {
+    #[cfg(loom)]
+    let deadline: Option<Instant> = {
+        let _ = deadline;
+        None
+    };
+    let Some(deadline) = deadline else { return Some(lock(m)) };
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() >= deadline => return None,
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
+}
+
 fn warn_unsubscribed(w: &str) {
     tracing::warn!("{w}");
     if !tracing::dispatcher::has_been_set() {

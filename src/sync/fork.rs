@@ -36,7 +36,7 @@ pub fn generation() -> u64 {
 }
 
 /// Guards a locker took before a fork, released after it on both sides.
-pub(crate) type Guard = Box<dyn Any>;
+pub type Guard = Box<dyn Any>;
 
 thread_local! {
     /// The guards `prepare` took (the forking thread's; the child's one thread is its copy).
@@ -48,8 +48,14 @@ thread_local! {
 static LOCKERS: [AtomicUsize; 8] = [const { AtomicUsize::new(0) }; 8];
 
 /// Has `locker` (which locks one process-wide structure and returns its guard) called before
-/// every fork, and its guard dropped after it in both processes. Idempotent; at most eight.
-pub(crate) fn lock_around_fork(locker: fn() -> Guard) {
+/// every fork, and its guard dropped after it in both processes, so that a child never
+/// inherits that lock held. Idempotent; at most eight lockers in a process.
+///
+/// ```
+/// static STATE: std::sync::Mutex<u32> = std::sync::Mutex::new(0);
+/// hipfft_pool::lock_around_fork(|| Box::new(STATE.lock().unwrap()));
+/// ```
+pub fn lock_around_fork(locker: fn() -> Guard) {
     install();
     let f = locker as usize;
     for slot in &LOCKERS {
@@ -100,9 +106,18 @@ unsafe extern "C" fn child() {
 /// Registers the fork handlers (once per process; a child inherits them).
 pub fn install() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: three plain functions of the C signature pthread_atfork takes; they never
-        // unwind (each catches).
-        unsafe { pthread_atfork(Some(prepare), Some(parent), Some(child)) };
-    });
+    // They never unwind (each catches).
+    ONCE.call_once(|| atfork(Some(prepare), Some(parent), Some(child)));
+}
+
+/// `pthread_atfork`, declared once for the crate: registers handlers run before a fork (in
+/// the parent), after it in the parent, and after it in the child.
+pub(crate) fn atfork(
+    prepare: Option<unsafe extern "C" fn()>,
+    parent: Option<unsafe extern "C" fn()>,
+    child: Option<unsafe extern "C" fn()>,
+) {
+    // SAFETY: plain functions of the C signature pthread_atfork takes; the callers' handlers
+    // do not unwind.
+    unsafe { pthread_atfork(prepare, parent, child) };
 }

@@ -487,13 +487,21 @@ impl<P> Registry<P> {
 
     /// What is pinned right now.
     pub fn holdings(&self) -> Holdings {
-        let s = self.state.lock();
-        Holdings {
+        self.holdings_until(None).expect("no deadline: the lock is waited for")
+    }
+
+    /// [`Registry::holdings`], or `None` if the lock stays held until `deadline`.
+    pub fn holdings_until(&self, deadline: Option<std::time::Instant>) -> Option<Holdings> {
+        let s = match deadline {
+            None => self.state.lock(),
+            Some(by) => self.state.try_lock_until(by)?,
+        };
+        Some(Holdings {
             plans: s.pins.len(),
             forever: s.pins.values().filter(|p| p.forever).count(),
             graphs: s.graphs.values().filter(|h| !h.plans.is_empty()).count(),
             execs: s.execs.values().filter(|h| !h.plans.is_empty()).count(),
-        }
+        })
     }
 
     /// Lets go of everything (an engine of its own being dropped).
