@@ -93,7 +93,8 @@ fn environment_defaults_and_precedence() {
 
 #[test]
 fn bad_environment_values_keep_the_default_with_a_warning_naming_them() {
-    for bad in ["-1", "8abc", "0", " 12", "12 ", "", "+5", "1e3", "99999999999999999999999", "2000000"] {
+    // Blanks around a value are trimmed, and an empty value is unset (the config module's unit tests).
+    for bad in ["-1", "8abc", "0", "1 2", "+5", "1e3", "99999999999999999999999", "2000000"] {
         for var in ["HIPFFT_POOL_CAPACITY", "HIPFFT_POOL_LIVE_CEILING", "MLX_ROCM_FFT_CACHE_SIZE"] {
             let (c, w) = env(&[(var, bad)]);
             assert_eq!((c.capacity, c.live_ceiling), (128, 128), "{var}={bad:?}");

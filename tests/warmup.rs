@@ -1,6 +1,8 @@
 //! The manifest and the warm-up (issue 16), on the sim: what is recorded, what a warm-up
 //! makes (counted by the sim), its order and bounds, what it skips, and its single flight
-//! with a real miss. And the cost eviction against LRU on the H200's creation costs.
+//! with a real miss; what a manifest file may be (its caps and type, counted in the bytes
+//! the reading thread read) and the warm-up's time in its entries. And the cost eviction
+//! against LRU on the H200's creation costs.
 
 mod common;
 
@@ -8,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hipfft_pool::check::trace::{Trace, run_trace, traces};
-use hipfft_pool::manifest::{Manifest, ManifestPlan};
+use hipfft_pool::manifest::{MANIFEST_MAX_BYTES, Manifest, ManifestPlan};
 use hipfft_pool::{Eviction, LiveCeiling, PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
 
 fn sim(config: SimConfig) -> (Arc<SimRuntime>, Arc<dyn Runtime>) {
@@ -22,6 +24,10 @@ fn sim(config: SimConfig) -> (Arc<SimRuntime>, Arc<dyn Runtime>) {
 fn pool(rt: &Arc<dyn Runtime>, capacity: usize, ceiling: usize) -> PlanPool {
     let config = PoolConfig::builder().capacity(capacity).private_ceiling(ceiling).eviction(Eviction::Lru).build().unwrap();
     PlanPool::new(config, rt.clone()).unwrap()
+}
+
+fn pool_with(rt: &Arc<dyn Runtime>, capacity: usize) -> PlanPool {
+    pool(rt, capacity, capacity)
 }
 
 fn c2c(n: i64) -> PlanDesc {
@@ -153,10 +159,12 @@ fn a_manifest_of_another_library_or_device_is_skipped_with_a_warning_naming_both
     assert!(r.skipped[0].contains("n[0]"), "{:?}", r.skipped);
     assert_eq!(sim.created_total(), 1);
 
-    // An unreadable file is a warning of the pool, not an error.
+    // An unreadable file is a warning in the warm-up's report, not an error.
     let config = PoolConfig::builder().capacity(4).private_ceiling(4).warmup("/nonexistent/plans.json").build().unwrap();
     let shared = PlanPool::new_shared(config, rt).unwrap();
-    assert!(shared.warnings().iter().any(|w| w.contains("/nonexistent/plans.json")), "{:?}", shared.warnings());
+    let r = shared.wait_warm_up(Duration::from_secs(10)).expect("the warm-up reports");
+    let w = r.stopped.unwrap_or_default();
+    assert!(w.contains("HIPFFT_POOL_WARMUP") && w.contains("/nonexistent/plans.json"), "{w}");
 }
 
 #[test]
@@ -260,6 +268,192 @@ fn malformed_manifests_are_refused_naming_what_is_wrong() {
     }
 }
 
+// ---- what a manifest file may be: the caps, the file types, linear time, skipped entries ----
+
+/// Bytes this thread has read so far (`rchar`: every `read` of any file), so that a test can
+/// tell what a refusal read.
+fn bytes_read_by_this_thread() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("/proc/thread-self/io");
+    io.lines().find_map(|l| l.strip_prefix("rchar: ")).and_then(|v| v.parse().ok()).expect("rchar")
+}
+
+/// `f` on a thread of its own, or `None` when it has not returned within `limit` (the
+/// thread is left blocked: the test fails instead of hanging).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// `Manifest::load(path)` with a bound on its time, and the bytes it read.
+fn load_within(path: &std::path::Path, limit: Duration) -> (String, u64) {
+    let owned = path.to_path_buf();
+    within(limit, move || {
+        let before = bytes_read_by_this_thread();
+        let e = Manifest::load(&owned).map(|m| format!("loaded {} plans", m.plans.len()));
+        (e.unwrap_or_else(|e| e.to_string()), bytes_read_by_this_thread() - before)
+    })
+    .unwrap_or_else(|| panic!("Manifest::load({}) blocked for {limit:?}", path.display()))
+}
+
+/// The warnings logged through `tracing` on this thread while `f` runs.
+fn warnings_of<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    use std::sync::Mutex;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    struct Collect(Arc<Mutex<Vec<String>>>);
+    struct Message(String);
+    impl Visit for Message {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    impl tracing::Subscriber for Collect {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            if *event.metadata().level() == tracing::Level::WARN {
+                let mut m = Message(String::new());
+                event.record(&mut m);
+                self.0.lock().unwrap().push(m.0);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let out = tracing::subscriber::with_default(Collect(lines.clone()), f);
+    let lines = lines.lock().unwrap().clone();
+    (out, lines)
+}
+
+#[test]
+fn a_manifest_above_the_byte_cap_is_refused_before_a_byte_of_it_is_read() {
+    let path = temp("too-big");
+    let file = std::fs::File::create(&path).unwrap();
+    // Sparse: the size is what the file claims, not what the disk holds.
+    for size in [MANIFEST_MAX_BYTES + 1, MANIFEST_MAX_BYTES + (1 << 20), 1 << 30] {
+        file.set_len(size).unwrap();
+        let (e, read) = load_within(&path, Duration::from_secs(10));
+        assert!(e.contains(&path.display().to_string()), "{e}");
+        assert!(e.contains(&format!("{size} bytes, above the manifest cap of {MANIFEST_MAX_BYTES} bytes")), "{e}");
+        assert!(read < 64 << 10, "{read} bytes read to refuse a file of {size}");
+    }
+    // The same file named by HIPFFT_POOL_WARMUP: the pool is made at once, the warm-up
+    // reports the refusal.
+    let (sim, rt) = sim(SimConfig::default());
+    let config = PoolConfig::builder().capacity(4).private_ceiling(4).warmup(&path).build().unwrap();
+    let started = Instant::now();
+    let pool = PlanPool::new_shared(config, rt).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "new_shared took {:?}", started.elapsed());
+    let r = pool.wait_warm_up(Duration::from_secs(10)).expect("the warm-up reports");
+    let w = r.stopped.unwrap_or_default();
+    assert!(w.contains("HIPFFT_POOL_WARMUP") && w.contains(&path.display().to_string()) && w.contains("cap"), "{w}");
+    assert_eq!((r.made, sim.created_total()), (0, 0));
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_fifo_is_refused_at_once_and_never_blocks() {
+    let path = std::env::temp_dir().join(format!("hfp-warmup-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let made = std::process::Command::new("mkfifo").arg(&path).status().expect("mkfifo");
+    assert!(made.success());
+    // Opening a FIFO for reading waits for a writer: none ever comes.
+    let (e, read) = load_within(&path, Duration::from_secs(5));
+    assert!(e.contains(&path.display().to_string()) && e.contains("a FIFO, not a regular file"), "{e}");
+    assert!(read < 4096, "{read} bytes read: {e}");
+    // Named by HIPFFT_POOL_WARMUP: neither the thread making the pool nor the warm-up waits.
+    let (sim, rt) = sim(SimConfig::default());
+    let config = PoolConfig::builder().capacity(4).private_ceiling(4).warmup(&path).build().unwrap();
+    let pool = within(Duration::from_secs(5), move || PlanPool::new_shared(config, rt).unwrap()).expect("new_shared blocked");
+    let r = pool.wait_warm_up(Duration::from_secs(5)).expect("the warm-up blocked");
+    let w = r.stopped.unwrap_or_default();
+    assert!(w.contains("HIPFFT_POOL_WARMUP") && w.contains(&path.display().to_string()) && w.contains("FIFO"), "{w}");
+    assert_eq!(sim.created_total(), 0);
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_device_or_a_directory_is_refused_as_not_a_regular_file() {
+    for (path, kind) in [("/dev/zero", "a character device"), ("/dev/null", "a character device"), ("/", "a directory")] {
+        let (e, read) = load_within(std::path::Path::new(path), Duration::from_secs(5));
+        assert!(e.contains(&format!("{path}: {kind}, not a regular file")), "{e}");
+        assert!(read < 4096, "{read} bytes read: {e}");
+    }
+}
+
+#[test]
+fn a_warm_up_takes_time_linear_in_its_entries() {
+    let entry = |n: i64| ManifestPlan::new(&c2c(n).with_input_layout(hipfft_pool::Layout::new(&[n], 1, n)), 1, 1, 100.0, 0);
+    // The most entries a manifest file holds, through HIPFFT_POOL_WARMUP: every one made.
+    let path = temp("linear");
+    let mut m = Manifest::empty_for(&*sim(SimConfig::default()).1);
+    m.plans = (1..=hipfft_pool::manifest::WORKING_SET_LIMIT as i64).map(entry).collect();
+    m.save(&path).unwrap();
+    let (sim_rt, rt) = sim(SimConfig::default());
+    let config = PoolConfig::builder().capacity(4096).private_ceiling(4096).warmup(&path).build().unwrap();
+    let pool = PlanPool::new_shared(config, rt).unwrap();
+    let r = pool.wait_warm_up(Duration::from_secs(60)).expect("the warm-up reports");
+    assert_eq!((r.made, sim_rt.created_total(), r.stopped.as_deref()), (4096, 4096, None), "{:?}", r.skipped.first());
+    std::fs::remove_file(&path).ok();
+    // 4 x 10^4 entries of 64 shapes, as a program may build in memory: 64 made, the rest
+    // found cached, each in constant time. A clone of the manifest per entry made this take
+    // a minute; it takes milliseconds, and the bound leaves a slow machine a hundred times
+    // over. (A miss scans the cached plans, so entries that are made cost the capacity each.)
+    let (sim_rt, rt) = sim(SimConfig::default());
+    m.plans = (0..40_000).map(|i| entry(1 + i % 64)).collect();
+    let pool = Arc::new(pool_with(&rt, 64));
+    let started = Instant::now();
+    let r = pool.warm_up_in_background(m).unwrap().recv_timeout(Duration::from_secs(300)).expect("the warm-up reports");
+    let took = started.elapsed();
+    assert_eq!((r.made, r.already, sim_rt.created_total()), (64, 40_000 - 64, 64));
+    assert!(took < Duration::from_secs(5), "40000 entries took {took:?}");
+}
+
+#[test]
+fn entries_with_negative_or_overflowing_lengths_are_skipped_and_named_in_one_warning() {
+    let (sim, rt) = sim(SimConfig::default());
+    let mut m = Manifest::empty_for(&*rt);
+    let entry = |n: &[i64], batch: i64| {
+        let mut p = ManifestPlan::new(&PlanDesc::new(TransformType::C2C, &vec![8; n.len()], 1), 1, 1, 100.0, 0);
+        (p.n, p.batch) = (n.to_vec(), batch);
+        p
+    };
+    // Equal values: the warm-up takes them in the manifest's order.
+    m.plans = vec![
+        entry(&[16], 2),
+        entry(&[-8], 2),
+        entry(&[1 << 40, 1 << 40], 1),
+        entry(&[8], i64::MAX),
+        entry(&[32], 2),
+    ];
+    let path = temp("negative");
+    m.save(&path).unwrap();
+    let m = Manifest::load(&path).unwrap();
+    let p = pool(&rt, 8, 8);
+    let (r, warnings) = warnings_of(|| p.warm_up(&m));
+    assert_eq!((r.made, sim.created_total()), (2, 2), "{r:?}");
+    assert_eq!(r.skipped.len(), 3, "{:?}", r.skipped);
+    assert!(r.skipped[0].starts_with("entry 1 (C2C n=[-8] batch=2): ") && r.skipped[0].contains("`n[0]` = -8"), "{:?}", r.skipped);
+    assert!(r.skipped[1].starts_with("entry 2 ") && r.skipped[1].contains("`n[0]` = 1099511627776 makes the element count"));
+    assert!(r.skipped[2].starts_with("entry 3 ") && r.skipped[2].contains("`batch` = 9223372036854775807 makes"), "{:?}", r.skipped);
+    let said: Vec<&String> = warnings.iter().filter(|w| w.contains("skipped")).collect();
+    assert_eq!(said.len(), 1, "one line for all: {warnings:?}");
+    assert_eq!(*said[0], format!("warm-up skipped 3 manifest entries; the first: {}", r.skipped[0]));
+    std::fs::remove_file(&path).ok();
+}
+
 // ---- cost eviction against LRU, counted by the sim (creations, creation time spent) ----
 
 #[test]
@@ -291,3 +485,4 @@ fn cost_eviction_at_capacity_one_makes_every_plan_again() {
     let c = run_trace(&t, 1, Eviction::Cost).unwrap();
     assert_eq!(c.creations, 6);
 }
+

@@ -648,7 +648,8 @@ fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
 /// MLX's `test_fft.py` at ceilings 26 and 12 passed 12 runs in 12 with LRU and 3 in 9 with
 /// cost eviction (docs/frameworks.md, runs 23 to 27).
 fn interposer_eviction(from_config: Eviction, set: Option<&str>) -> Eviction {
-    match set.filter(|v| !v.is_empty()) {
+    // Set or not by the pool's rule: trimmed, and empty is unset.
+    match set.and_then(hipfft_pool::pool::config::env_value) {
         Some(_) => from_config,
         None => Eviction::Lru,
     }
@@ -691,7 +692,10 @@ impl Engine {
         let mut sim = None;
         let (rt, library): (Arc<dyn Runtime>, String) = match (config.runtime, flavor) {
             (RuntimeChoice::Sim, _) => {
-                let s = Arc::new(SimRuntime::from_env());
+                // Its warnings as the pool's: a C host sees them on stderr.
+                let (sim_config, w) = hipfft_pool::SimConfig::from_env();
+                w.iter().for_each(|w| warn(w));
+                let s = Arc::new(SimRuntime::new(sim_config));
                 sim = Some(s.clone());
                 (s, "simulated".into())
             }
@@ -1847,6 +1851,9 @@ mod tests {
         use super::{Eviction, interposer_eviction};
         assert_eq!(interposer_eviction(Eviction::Cost, None), Eviction::Lru);
         assert_eq!(interposer_eviction(Eviction::Cost, Some("")), Eviction::Lru);
+        // Blanks alone are unset too, as the pool reads them (which warns of neither).
+        assert_eq!(interposer_eviction(Eviction::Cost, Some(" \t")), Eviction::Lru);
+        assert_eq!(interposer_eviction(Eviction::Lru, Some(" lru ")), Eviction::Lru);
         assert_eq!(interposer_eviction(Eviction::Cost, Some("cost")), Eviction::Cost);
         // A value the pool ignored (with its warning) keeps the pool's choice.
         assert_eq!(interposer_eviction(Eviction::Cost, Some("lfu")), Eviction::Cost);

@@ -493,12 +493,11 @@ impl PlanDesc {
             complex_dims[r - 1] = real_dims[r - 1] / 2 + 1;
         }
         // Overflow of the logical element count itself (n[0]*n[1]*n[2]*batch).
-        let mut logical: i64 = self.batch;
+        let mut factors = [(Field::plain("batch"), self.batch); 4];
         for (i, &n) in self.n[..r].iter().enumerate() {
-            logical = logical
-                .checked_mul(n)
-                .ok_or(DescError::Overflow { field: Field::at("n", i), value: n, what: "element count (n product times batch)" })?;
+            factors[i] = (Field::at("n", i), n);
         }
+        product(&factors[..=r], "element count (n product times batch)")?;
         let (in_dims, out_dims, in_side, out_side) = if self.transform.is_forward_real() {
             (real_dims, complex_dims, "real", "complex")
         } else if self.transform.is_inverse_real() {
@@ -510,15 +509,19 @@ impl PlanDesc {
         let input_elements = side_elements(r, &in_dims, self.batch, self.input.as_ref(), ["inembed", "istride", "idist"], in_side)?;
         let output_elements =
             side_elements(r, &out_dims, self.batch, self.output.as_ref(), ["onembed", "ostride", "odist"], out_side)?;
-        let bytes = |elements: u64, per: usize, field: Field, value: i64| {
-            (elements as u128)
-                .checked_mul(per as u128)
-                .filter(|b| *b <= isize::MAX as u128)
-                .map(|b| b as usize)
-                .ok_or(DescError::Overflow { field, value, what: "byte extent of the buffer" })
+        let bytes = |elements: u64, per: usize, layout: Option<&Layout>, dist: &'static str| {
+            (elements as u128).checked_mul(per as u128).filter(|b| *b <= isize::MAX as u128).map(|b| b as usize).ok_or_else(|| {
+                // The largest factor of the element count: the batch or a length when packed,
+                // the batch or the distance with a layout.
+                let (field, value) = match layout {
+                    None => largest(&factors[..=r]),
+                    Some(l) => largest(&[(Field::plain("batch"), self.batch), (Field::plain(dist), l.dist)]),
+                };
+                DescError::Overflow { field, value, what: "byte extent of the buffer" }
+            })
         };
-        let input_bytes = bytes(input_elements, t.input_element_bytes(), Field::plain("batch"), self.batch)?;
-        let output_bytes = bytes(output_elements, t.output_element_bytes(), Field::plain("batch"), self.batch)?;
+        let input_bytes = bytes(input_elements, t.input_element_bytes(), self.input.as_ref(), "idist")?;
+        let output_bytes = bytes(output_elements, t.output_element_bytes(), self.output.as_ref(), "odist")?;
         Ok(Extents { input_dims: in_dims, output_dims: out_dims, input_elements, output_elements, input_bytes, output_bytes })
     }
 }
@@ -536,11 +539,11 @@ fn side_elements(
     let Some(l) = layout else {
         // Packed: batch * prod(dims), already known not to overflow for the real side; the
         // complex side is no larger than the real side plus one row, so recheck cheaply.
-        let mut count: i64 = batch;
-        for (i, d) in dims[..r].iter().enumerate() {
-            count = count.checked_mul(*d).ok_or(overflow(Field::at("n", i), *d))?;
+        let mut factors = [(Field::plain("batch"), batch); 4];
+        for (i, &d) in dims[..r].iter().enumerate() {
+            factors[i] = (Field::at("n", i), d);
         }
-        return Ok(count as u64);
+        return product(&factors[..=r], "largest element index (i64)").map(|count| count as u64);
     };
     for (i, (&e, &d)) in l.embed[..r].iter().zip(&dims[..r]).enumerate() {
         if e < d {
@@ -566,13 +569,33 @@ fn side_elements(
             pitch = pitch.checked_mul(l.embed[k]).ok_or(overflow(Field::at(names[0], k), l.embed[k]))?;
         }
     }
-    let max_off = max_off.checked_mul(l.stride).ok_or(overflow(Field::plain(names[1]), l.stride))?;
-    let last = (batch - 1)
-        .checked_mul(l.dist)
-        .and_then(|v| v.checked_add(max_off))
-        .and_then(|v| v.checked_add(1))
-        .ok_or(overflow(Field::plain(names[2]), l.dist))?;
+    // Each product names its larger factor; the span of one batch comes from the embeds.
+    let max_off = max_off.checked_mul(l.stride).ok_or_else(|| {
+        let embeds: Vec<(Field, i64)> = (0..r).map(|k| (Field::at(names[0], k), l.embed[k])).collect();
+        let (field, value) = if l.stride >= max_off { (Field::plain(names[1]), l.stride) } else { largest(&embeds) };
+        overflow(field, value)
+    })?;
+    let batches = (batch - 1).checked_mul(l.dist).ok_or_else(|| {
+        let (field, value) = largest(&[(Field::plain(names[2]), l.dist), (Field::plain("batch"), batch)]);
+        overflow(field, value)
+    })?;
+    let last = batches.checked_add(max_off).and_then(|v| v.checked_add(1)).ok_or(overflow(Field::plain(names[2]), l.dist))?;
     Ok(last as u64)
+}
+
+/// The product of `factors` (each at least 1), or its overflow naming the largest factor: the
+/// one out of proportion, whatever the order of the multiplications (a `batch` of `i64::MAX`
+/// is named, not the length it is multiplied by first).
+fn product(factors: &[(Field, i64)], what: &'static str) -> Result<i64, DescError> {
+    factors.iter().try_fold(1i64, |acc, &(_, v)| acc.checked_mul(v)).ok_or_else(|| {
+        let (field, value) = largest(factors);
+        DescError::Overflow { field, value, what }
+    })
+}
+
+/// The largest of `factors`; the first of equals.
+fn largest(factors: &[(Field, i64)]) -> (Field, i64) {
+    factors.iter().copied().reduce(|big, f| if f.1 > big.1 { f } else { big }).expect("at least one factor")
 }
 
 mod overlap {
@@ -654,6 +677,30 @@ mod overlap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overflow_names_the_factor_out_of_proportion() {
+        let overflow_of = |d: PlanDesc| match d.validate() {
+            Err(DescError::Overflow { field, value, .. }) => (field.to_string(), value),
+            other => panic!("{d}: {other:?}"),
+        };
+        // The batch multiplied after the lengths, or before them: the batch is named.
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[8], i64::MAX)), ("batch".into(), i64::MAX));
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[8, 8, 8], i64::MAX / 64)), ("batch".into(), i64::MAX / 64));
+        // A length out of proportion is named, whichever dimension it is.
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[2, 1 << 62], 4)), ("n[1]".into(), 1 << 62));
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[1 << 40, 1 << 40], 1)), ("n[0]".into(), 1 << 40));
+        // The byte extent: the batch, or the length.
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::Z2Z, &[4], i64::MAX / 8)).0, "batch");
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::Z2Z, &[i64::MAX / 8], 4)).0, "n[0]");
+        // With a layout: the batch against the distance, the stride against the embeds.
+        let wide = Layout::new(&[8], 1, 8);
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[8], i64::MAX / 4).with_input_layout(wide)).0, "batch");
+        let far = Layout::new(&[8], 1, i64::MAX / 4);
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[8], 8).with_input_layout(far)).0, "idist");
+        let big_embed = Layout::new(&[2, i64::MAX / 4], 8, i64::MAX / 2);
+        assert_eq!(overflow_of(PlanDesc::new(TransformType::C2C, &[2, 8], 1).with_input_layout(big_embed)).0, "inembed[1]");
+    }
 
     #[test]
     fn packed_extents_follow_the_half_spectrum() {

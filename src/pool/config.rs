@@ -8,9 +8,16 @@
 //! `HIPFFT_POOL_RUNTIME` (`auto|sim|hip|cuda`); `HIPFFT_POOL_EVICTION` (`lru|cost`, default
 //! `cost`); `HIPFFT_POOL_MANIFEST_OUT` (a path: the working set is written there when the pool
 //! is dropped); `HIPFFT_POOL_WARMUP` (a path: that manifest's plans are made in the background
-//! when the pool is made by [`crate::PlanPool::new_shared`], the C ABI or the interposers).
-//! A value that is not a whole number in range keeps the default, with a one-line warning
-//! naming the variable and the value. The builder rejects capacity > ceiling; `from_env()`
+//! when the pool is made by [`crate::PlanPool::new_shared`], the C ABI or the interposers);
+//! `HIPFFT_POOL_POLL_US` (how long the pool's hand-offs poll before they park, 0 to 100000;
+//! read by the pool's threads, checked here so that a bad value is warned of).
+//!
+//! Every value is read trimmed of ASCII whitespace (`" lru"` is `lru`, `"64 "` is 64, a path
+//! keeps no leading or trailing blank), and a value that is empty once trimmed counts as
+//! unset: the default, with no warning ([`env_value`]; the interposers read
+//! `HIPFFT_POOL_EVICTION` by the same rule). A value that is not a whole number in range, or
+//! not one of the names a variable takes, keeps the default, with a one-line warning naming
+//! the variable and the value. The builder rejects capacity > ceiling; `from_env()`
 //! clamps the capacity to the ceiling with a warning instead, since a drop-in user cannot
 //! handle an error.
 //!
@@ -166,6 +173,7 @@ impl PoolConfig {
 
     /// `from_env` over any variable lookup (tests pass a map instead of the process env).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (PoolConfig, Vec<String>) {
+        let get = |name: &str| get(name).as_deref().and_then(env_value).map(str::to_string);
         let mut warnings = Vec::new();
         let mut cfg = PoolConfig::default();
         let read = |name: &str, max: u64, warnings: &mut Vec<String>| -> Option<u64> {
@@ -209,14 +217,19 @@ impl PoolConfig {
                 None => warnings.push(format!("HIPFFT_POOL_EVICTION={raw:?} ignored (expected lru or cost); keeping cost")),
             }
         }
-        cfg.manifest_out = get("HIPFFT_POOL_MANIFEST_OUT").filter(|p| !p.is_empty()).map(PathBuf::from);
-        cfg.warmup = get("HIPFFT_POOL_WARMUP").filter(|p| !p.is_empty()).map(PathBuf::from);
+        cfg.manifest_out = get("HIPFFT_POOL_MANIFEST_OUT").map(PathBuf::from);
+        cfg.warmup = get("HIPFFT_POOL_WARMUP").map(PathBuf::from);
         if let Some(raw) = get("HIPFFT_POOL_RUNTIME") {
             match RuntimeChoice::parse(&raw) {
                 Some(r) => cfg.runtime = r,
                 None => warnings.push(format!(
                     "HIPFFT_POOL_RUNTIME={raw:?} ignored (expected auto, sim, hip or cuda); keeping auto"
                 )),
+            }
+        }
+        if let Some(raw) = get("HIPFFT_POOL_POLL_US") {
+            if let Err(why) = crate::sync::thread::parse_poll_us(&raw) {
+                warnings.push(format!("HIPFFT_POOL_POLL_US={raw:?} ignored ({why}); keeping the default"));
             }
         }
         for w in &warnings {
@@ -226,7 +239,22 @@ impl PoolConfig {
     }
 }
 
-/// A whole number in `1..=max`, written plainly: no sign, no spaces, no suffix.
+/// The value of an environment variable as the pool reads it: trimmed of ASCII whitespace,
+/// and `None` (unset) when nothing is left.
+///
+/// # Examples
+///
+/// ```
+/// use hipfft_pool::pool::config::env_value;
+/// assert_eq!(env_value(" lru\n"), Some("lru"));
+/// assert_eq!(env_value("  "), None);
+/// ```
+pub fn env_value(raw: &str) -> Option<&str> {
+    Some(raw.trim_ascii()).filter(|v| !v.is_empty())
+}
+
+/// A whole number in `1..=max`, written plainly: no sign, no spaces, no suffix ([`env_value`]
+/// trims an environment value first).
 pub fn parse_whole(raw: &str, max: u64) -> std::result::Result<u64, String> {
     if raw.is_empty() {
         return Err("empty".into());
@@ -402,5 +430,76 @@ impl PoolConfigBuilder {
             warmup: self.warmup,
             batch_lend: self.batch_lend.unwrap_or(DEFAULT_BATCH_LEND),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> (PoolConfig, Vec<String>) {
+        PoolConfig::from_lookup(|name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn an_empty_value_is_unset_with_no_warning_for_every_variable() {
+        let names = [
+            "HIPFFT_POOL_CAPACITY",
+            "MLX_ROCM_FFT_CACHE_SIZE",
+            "HIPFFT_POOL_LIVE_CEILING",
+            "HIPFFT_POOL_ACQUIRE_TIMEOUT_MS",
+            "HIPFFT_POOL_WORK_AREA_BUDGET",
+            "HIPFFT_POOL_WATCHDOG_MS",
+            "HIPFFT_POOL_EVICTION",
+            "HIPFFT_POOL_MANIFEST_OUT",
+            "HIPFFT_POOL_WARMUP",
+            "HIPFFT_POOL_RUNTIME",
+            "HIPFFT_POOL_POLL_US",
+        ];
+        for empty in ["", " ", "\t\n"] {
+            let pairs: Vec<(&str, &str)> = names.iter().map(|n| (*n, empty)).collect();
+            let (c, w) = env(&pairs);
+            assert!(w.is_empty(), "{empty:?}: {w:?}");
+            assert_eq!((c.capacity, c.eviction, c.runtime), (DEFAULT_CAPACITY, Eviction::Cost, RuntimeChoice::Auto));
+            assert_eq!((c.manifest_out, c.warmup, c.work_area_budget), (None, None, None));
+        }
+    }
+
+    #[test]
+    fn every_value_is_trimmed_of_ascii_whitespace() {
+        let (c, w) = env(&[
+            ("HIPFFT_POOL_EVICTION", " lru"),
+            ("HIPFFT_POOL_CAPACITY", "32 "),
+            ("HIPFFT_POOL_LIVE_CEILING", "\t64\n"),
+            ("HIPFFT_POOL_ACQUIRE_TIMEOUT_MS", " 250 "),
+            ("HIPFFT_POOL_WORK_AREA_BUDGET", " 4096"),
+            ("HIPFFT_POOL_WATCHDOG_MS", "900 "),
+            ("HIPFFT_POOL_RUNTIME", " sim "),
+            ("HIPFFT_POOL_WARMUP", " /tmp/plans.json "),
+            ("HIPFFT_POOL_MANIFEST_OUT", "/tmp/out.json\n"),
+            ("HIPFFT_POOL_POLL_US", " 0 "),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((c.eviction, c.capacity, c.live_ceiling), (Eviction::Lru, 32, 64));
+        assert_eq!((c.acquire_timeout, c.watchdog_threshold), (Duration::from_millis(250), Duration::from_millis(900)));
+        assert_eq!((c.work_area_budget, c.runtime), (Some(4096), RuntimeChoice::Sim));
+        assert_eq!(c.warmup.as_deref(), Some(std::path::Path::new("/tmp/plans.json")));
+        assert_eq!(c.manifest_out.as_deref(), Some(std::path::Path::new("/tmp/out.json")));
+        // What is left after trimming is checked as before, and named as trimmed.
+        let (c, w) = env(&[("HIPFFT_POOL_EVICTION", " lfu ")]);
+        assert_eq!((c.eviction, w.len()), (Eviction::Cost, 1));
+        assert!(w[0].contains("HIPFFT_POOL_EVICTION=\"lfu\""), "{w:?}");
+    }
+
+    #[test]
+    fn a_bad_poll_budget_is_warned_of() {
+        for bad in ["abc", "-5", "1.5", "100001", "99999999999999999999999"] {
+            let (_, w) = env(&[("HIPFFT_POOL_POLL_US", bad)]);
+            assert_eq!(w.len(), 1, "{bad:?}: {w:?}");
+            assert!(w[0].starts_with(&format!("HIPFFT_POOL_POLL_US={bad:?} ignored")), "{w:?}");
+        }
+        for good in ["0", "500", "100000"] {
+            assert!(env(&[("HIPFFT_POOL_POLL_US", good)]).1.is_empty(), "{good}");
+        }
     }
 }

@@ -28,8 +28,14 @@ pub const MANIFEST_FORMAT: &str = "hipfft-pool manifest";
 /// The version this library writes and reads.
 pub const MANIFEST_VERSION: u32 = 1;
 /// At most this many descriptors are recorded; later new ones are not (a pool that sees
-/// more distinct shapes than this is not one a warm-up can help).
+/// more distinct shapes than this is not one a warm-up can help). A manifest with more plans
+/// than this was not written by this library, and is refused when read.
 pub const WORKING_SET_LIMIT: usize = 4096;
+/// The largest manifest file read, in bytes (8 MiB). The largest manifest the writer can
+/// produce ([`WORKING_SET_LIMIT`] plans of rank 3 with both layouts, every number at its
+/// widest) is 3.3 MiB; twice that leaves room for a file re-indented by hand, while a wrong
+/// path (a log, a disk image) is refused before it is read into memory.
+pub const MANIFEST_MAX_BYTES: u64 = 8 << 20;
 
 /// A pool's working set, as saved and warmed up from. See the module documentation.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -168,7 +174,8 @@ impl ManifestPlan {
     /// assert!(ManifestPlan::new(&d, 9, 1, 100.0, 0).value() > ManifestPlan::new(&d, 0, 1, 500.0, 0).value());
     /// ```
     pub fn value(&self) -> f64 {
-        self.creation_us.max(0.0) * (self.hits + self.creations).max(1) as f64
+        // Saturating: the counts come from a file, and may be anything up to u64::MAX.
+        self.creation_us.max(0.0) * self.hits.saturating_add(self.creations).max(1) as f64
     }
 }
 
@@ -195,7 +202,10 @@ impl Manifest {
         }
     }
 
-    /// Reads a manifest, checking its format and version.
+    /// Reads a manifest, checking its format and version. Only a regular file of at most
+    /// [`MANIFEST_MAX_BYTES`] is read: a FIFO, a device or a directory is refused before it
+    /// is opened (opening a FIFO would wait for a writer), a larger file before any byte is
+    /// read. The error names the path.
     ///
     /// # Examples
     ///
@@ -203,11 +213,12 @@ impl Manifest {
     /// use hipfft_pool::manifest::Manifest;
     /// let e = Manifest::load("/nonexistent/plans.json").unwrap_err();
     /// assert!(e.to_string().contains("/nonexistent/plans.json"));
+    /// let e = Manifest::load("/dev/zero").unwrap_err();
+    /// assert!(e.to_string().contains("character device"), "{e}");
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Manifest> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::invalid_argument("manifest", format!("cannot read {}: {e}", path.display())))?;
+        let text = read_capped(path, MANIFEST_MAX_BYTES)?;
         Manifest::parse(&text).map_err(|e| match e {
             Error::InvalidArgument { name, reason } => Error::InvalidArgument { name, reason: format!("{}: {reason}", path.display()) },
             e => e,
@@ -239,7 +250,14 @@ impl Manifest {
                 format!("version {}, this library reads version {MANIFEST_VERSION}", head.version),
             ));
         }
-        serde_json::from_str(text).map_err(|e| Error::invalid_argument("manifest", format!("malformed: {e}")))
+        let m: Manifest = serde_json::from_str(text).map_err(|e| Error::invalid_argument("manifest", format!("malformed: {e}")))?;
+        if m.plans.len() > WORKING_SET_LIMIT {
+            return Err(Error::invalid_argument(
+                "manifest",
+                format!("{} plans, above the {WORKING_SET_LIMIT} a manifest holds", m.plans.len()),
+            ));
+        }
+        Ok(m)
     }
 
     /// Writes the manifest as JSON, through a temporary file renamed into place (a reader
@@ -284,7 +302,11 @@ impl Manifest {
     /// assert!(m.mismatch(&rt).unwrap().contains("cuFFT 11.0.0"));
     /// ```
     pub fn mismatch(&self, runtime: &dyn Runtime) -> Option<String> {
-        let here = Manifest::empty_for(runtime);
+        self.mismatch_with(&Manifest::empty_for(runtime))
+    }
+
+    /// [`Manifest::mismatch`] against `here`, the identity of a runtime ([`Manifest::empty_for`]).
+    pub(crate) fn mismatch_with(&self, here: &Manifest) -> Option<String> {
         if self.runtime != here.runtime || self.library != here.library {
             return Some(format!(
                 "the manifest was recorded with {} on runtime {}; this process has {} on runtime {}",
@@ -294,10 +316,69 @@ impl Manifest {
         None
     }
 
-    /// The device name the manifest has for `ordinal`.
-    pub(crate) fn device_name(&self, ordinal: i32) -> Option<&str> {
-        self.devices.iter().find(|d| d.ordinal == ordinal).map(|d| d.name.as_str())
+    /// The device names the manifest has, by ordinal (the first, for an ordinal listed twice):
+    /// a warm-up looks each entry's device up in it.
+    pub(crate) fn device_names(&self) -> HashMap<i32, &str> {
+        let mut names = HashMap::with_capacity(self.devices.len());
+        for d in &self.devices {
+            names.entry(d.ordinal).or_insert(d.name.as_str());
+        }
+        names
     }
+}
+
+/// The text of the regular file at `path`, refused (naming the path) when it is anything
+/// else or holds more than `cap` bytes.
+fn read_capped(path: &Path, cap: u64) -> Result<String> {
+    let refuse = |why: String| Error::invalid_argument("manifest", format!("{}: {why}", path.display()));
+    // The type from the path, before opening: `open` itself blocks on a FIFO with no writer.
+    let meta = std::fs::metadata(path).map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse(format!("{}, not a regular file", kind_of(&meta.file_type()))));
+    }
+    if meta.len() > cap {
+        return Err(refuse(format!("{} bytes, above the manifest cap of {cap} bytes", meta.len())));
+    }
+    let file = std::fs::File::open(path).map_err(|e| refuse(format!("cannot read: {e}")))?;
+    // A file swapped in between the two looks (the open did not block: it is no FIFO).
+    let meta = file.metadata().map_err(|e| refuse(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(refuse(format!("{}, not a regular file", kind_of(&meta.file_type()))));
+    }
+    read_at_most(file, cap).map_err(refuse)
+}
+
+/// All of `reader` as text, or why not: more than `cap` bytes (never more than `cap + 1`
+/// are read, whatever size the file claimed: a file of `/proc` claims none), or not UTF-8.
+fn read_at_most(reader: impl std::io::Read, cap: u64) -> std::result::Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    reader.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("more than the manifest cap of {cap} bytes"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))
+}
+
+/// What a file that is not a regular file is, for the error that refuses it.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() { "a directory" } else { "an unknown kind of file" }
 }
 
 /// `name version` of the FFT library: the first version the runtime reports.
@@ -354,5 +435,55 @@ impl WorkingSet {
             .collect();
         plans.sort_by(|a, b| b.value().total_cmp(&a.value()));
         plans
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::sim::{SimConfig, SimRuntime};
+
+    #[test]
+    fn the_largest_manifest_the_writer_can_write_is_read() {
+        // Every number at its widest, both layouts, rank 3, the most plans recorded.
+        let mut m = Manifest::empty_for(&SimRuntime::new(SimConfig { devices: 64, ..SimConfig::default() }));
+        let wide = ManifestLayout { embed: vec![i64::MIN; 3], stride: i64::MIN, dist: i64::MIN };
+        let plan = ManifestPlan {
+            device: i32::MIN,
+            transform: TransformType::Z2Z,
+            rank: u32::MAX,
+            n: vec![i64::MIN; 3],
+            batch: i64::MIN,
+            input: Some(wide.clone()),
+            output: Some(wide),
+            hits: u64::MAX,
+            creations: u64::MAX,
+            creation_us: -1.234_567_890_123_456_7e-300,
+            work_size: usize::MAX,
+        };
+        m.plans = vec![plan; WORKING_SET_LIMIT];
+        let path = std::env::temp_dir().join(format!("hfp-manifest-widest-{}.json", std::process::id()));
+        m.save(&path).unwrap();
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        assert!(bytes * 2 <= MANIFEST_MAX_BYTES, "{bytes} bytes: the cap must leave room twice over");
+        assert_eq!(Manifest::load(&path).unwrap().plans.len(), WORKING_SET_LIMIT);
+        std::fs::remove_file(&path).ok();
+    }
+
+    #[test]
+    fn a_reader_that_never_ends_is_read_to_the_cap_and_one_byte_more() {
+        // A file that claims a size it does not have is read the same way.
+        let e = read_at_most(std::io::repeat(b' '), 1000).unwrap_err();
+        assert!(e.contains("more than the manifest cap of 1000 bytes"), "{e}");
+        assert_eq!(read_at_most(&b"{}"[..], 2).unwrap(), "{}");
+        assert!(read_at_most(&[0xff, 0xfe][..], 2).unwrap_err().contains("UTF-8"));
+    }
+
+    #[test]
+    fn more_plans_than_a_manifest_holds_are_refused() {
+        let mut m = Manifest::empty_for(&SimRuntime::new(SimConfig::default()));
+        m.plans = vec![ManifestPlan::new(&PlanDesc::new(TransformType::C2C, &[8], 1), 0, 1, 1.0, 0); WORKING_SET_LIMIT + 1];
+        let e = Manifest::parse(&serde_json::to_string(&m).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("4097 plans") && e.contains("4096"), "{e}");
     }
 }

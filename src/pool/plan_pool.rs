@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -123,7 +124,8 @@ pub struct WarmUpReport {
     /// a manifest of another runtime or library version is one entry naming both.
     pub skipped: Vec<String>,
     /// Why the warm-up stopped before the end of the manifest (the capacity or the ceiling
-    /// reached, the pool shut down, real misses kept it busy), if it did.
+    /// reached, the pool shut down, real misses kept it busy), or never started (the file
+    /// `HIPFFT_POOL_WARMUP` names could not be read), if it did.
     pub stopped: Option<String>,
     /// How long it ran.
     pub elapsed: Duration,
@@ -501,9 +503,11 @@ impl PlanPool {
     }
 
     /// A pool shared by reference count, which starts the warm-up the configuration names
-    /// ([`PoolConfig::warmup`], `HIPFFT_POOL_WARMUP`) in the background. A manifest that
-    /// cannot be read is a warning ([`PlanPool::warnings`]), not an error: the pool works
-    /// without it.
+    /// ([`PoolConfig::warmup`], `HIPFFT_POOL_WARMUP`) in the background: the manifest is read
+    /// on the warm-up's own thread ([`Manifest::load`]: a regular file, within its caps). A
+    /// manifest that cannot be read is a warning naming `HIPFFT_POOL_WARMUP` and the path
+    /// (logged, on stderr when no `tracing` subscriber is installed, and the `stopped` of the
+    /// report [`PlanPool::wait_warm_up`] returns), not an error: the pool works without it.
     ///
     /// # Examples
     ///
@@ -528,20 +532,11 @@ impl PlanPool {
     /// ```
     pub fn new_shared(config: PoolConfig, runtime: Arc<dyn Runtime>) -> Result<Arc<PlanPool>> {
         let warmup = config.warmup.clone();
-        let mut pool = PlanPool::new(config, runtime)?;
-        let manifest = match warmup.as_deref().map(Manifest::load) {
-            None => None,
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) => {
-                let w = format!("no warm-up: {e}");
-                warn_unsubscribed(&w);
-                pool.warnings.push(w);
-                None
-            }
-        };
-        let pool = Arc::new(pool);
-        if let Some(m) = manifest {
-            let rx = pool.warm_up_in_background(m)?;
+        let pool = Arc::new(PlanPool::new(config, runtime)?);
+        if let Some(path) = warmup {
+            // Read on the warm-up thread: under the interposers the caller is a host's first
+            // FFT call, which must not wait on the file.
+            let rx = pool.spawn_warm_up(WarmSource::File(path))?;
             *lock(&pool.warming) = Some(rx);
         }
         Ok(pool)
@@ -1505,49 +1500,71 @@ impl PlanPool {
         let started = Instant::now();
         let mut report = WarmUpReport::default();
         let _span = tracing::debug_span!("warm_up", plans = manifest.plans.len()).entered();
-        if let Some(why) = manifest.mismatch(&*self.core.runtime) {
+        let Some(names) = self.warm_up_identity(manifest, &mut report) else {
+            report.elapsed = started.elapsed();
+            return report;
+        };
+        for (index, plan) in by_value(manifest) {
+            if self.warm_entry(&names, index, plan, &mut report).is_break() {
+                break;
+            }
+        }
+        warm_up_done(&mut report, started);
+        report
+    }
+
+    /// The device names each entry of a warm-up of `manifest` is checked against; `None`, with
+    /// the warning in the report, when the manifest is of another runtime or library version.
+    /// Once per warm-up, so that each entry costs a lookup.
+    fn warm_up_identity<'m>(&self, manifest: &'m Manifest, report: &mut WarmUpReport) -> Option<DeviceNames<'m>> {
+        let here = Manifest::empty_for(&*self.core.runtime);
+        if let Some(why) = manifest.mismatch_with(&here) {
             let w = format!("warm-up skipped: {why}");
             warn_unsubscribed(&w);
             report.skipped.push(w);
-            report.elapsed = started.elapsed();
-            return report;
+            return None;
         }
-        let here = Manifest::empty_for(&*self.core.runtime);
-        let mut plans: Vec<&ManifestPlan> = manifest.plans.iter().collect();
-        plans.sort_by(|a, b| b.value().total_cmp(&a.value()));
-        for plan in plans {
-            let desc = match plan.desc() {
-                Ok(d) => d,
-                Err(e) => {
-                    report.skipped.push(format!("a manifest entry ({:?} n={:?}): {e}", plan.transform, plan.n));
-                    continue;
-                }
-            };
-            let (theirs, ours) = (manifest.device_name(desc.device), here.device_name(desc.device));
-            if theirs != ours {
-                let w = format!(
-                    "warm-up of {desc} skipped: recorded on device {:?}, this device {} is {:?}",
-                    theirs.unwrap_or("(none)"),
-                    desc.device,
-                    ours.unwrap_or("(none)")
-                );
-                warn_unsubscribed(&w);
-                report.skipped.push(w);
-                continue;
+        let ours = here.device_names().into_iter().map(|(ordinal, name)| (ordinal, name.to_string())).collect();
+        Some(DeviceNames { theirs: manifest.device_names(), ours })
+    }
+
+    /// One entry of a warm-up, the `index`-th of the manifest: made, found already there, or
+    /// skipped with why in the report; `Break` when the warm-up stops.
+    fn warm_entry(
+        &self,
+        names: &DeviceNames<'_>,
+        index: usize,
+        plan: &ManifestPlan,
+        report: &mut WarmUpReport,
+    ) -> ControlFlow<()> {
+        let desc = match plan.desc() {
+            Ok(d) => d,
+            Err(e) => {
+                let entry = format!("{:?} n={:?} batch={}", plan.transform, plan.n, plan.batch);
+                report.skipped.push(format!("entry {index} ({entry}): {e}"));
+                return ControlFlow::Continue(());
             }
-            match self.warm_one(&desc) {
-                Warm::Made => report.made += 1,
-                Warm::Already => report.already += 1,
-                Warm::Failed(e) => report.skipped.push(format!("{desc}: {e}")),
-                Warm::Stop(why) => {
-                    report.stopped = Some(why);
-                    break;
-                }
+        };
+        let (theirs, ours) = (names.theirs.get(&desc.device).copied(), names.ours.get(&desc.device).map(String::as_str));
+        if theirs != ours {
+            report.skipped.push(format!(
+                "entry {index} ({desc}): recorded on device {:?}, this device {} is {:?}",
+                theirs.unwrap_or("(none)"),
+                desc.device,
+                ours.unwrap_or("(none)")
+            ));
+            return ControlFlow::Continue(());
+        }
+        match self.warm_one(&desc) {
+            Warm::Made => report.made += 1,
+            Warm::Already => report.already += 1,
+            Warm::Failed(e) => report.skipped.push(format!("entry {index} ({desc}): {e}")),
+            Warm::Stop(why) => {
+                report.stopped = Some(why);
+                return ControlFlow::Break(());
             }
         }
-        report.elapsed = started.elapsed();
-        tracing::info!(made = report.made, already = report.already, skipped = report.skipped.len(), "warm-up done");
-        report
+        ControlFlow::Continue(())
     }
 
     /// [`PlanPool::warm_up`] on a thread of its own; the report comes on the returned
@@ -1570,33 +1587,17 @@ impl PlanPool {
     // Under loom the channel is the model's (crate-private); the public type is crossbeam's.
     #[cfg_attr(loom, allow(private_interfaces))]
     pub fn warm_up_in_background(self: &Arc<Self>, manifest: Manifest) -> Result<Receiver<WarmUpReport>> {
+        self.spawn_warm_up(WarmSource::Given(manifest))
+    }
+
+    /// Starts the warm-up thread, which holds the pool weakly (see [`warm_up_weakly`]).
+    fn spawn_warm_up(self: &Arc<Self>, source: WarmSource) -> Result<Receiver<WarmUpReport>> {
         let (tx, rx) = bounded(1);
         let weak = Arc::downgrade(self);
         std::thread::Builder::new()
             .name("hipfft-pool-warmup".into())
             .spawn(move || {
-                // One plan per upgrade, so the thread never keeps a dropped pool alive for long.
-                let mut total = WarmUpReport::default();
-                let started = Instant::now();
-                let mut plans = manifest.plans.clone();
-                plans.sort_by(|a, b| b.value().total_cmp(&a.value()));
-                for (i, plan) in plans.iter().enumerate() {
-                    let Some(pool) = weak.upgrade() else {
-                        total.stopped = Some("the pool was dropped".into());
-                        break;
-                    };
-                    let one = Manifest { plans: vec![plan.clone()], ..manifest.clone() };
-                    let r = pool.warm_up(&one);
-                    total.made += r.made;
-                    total.already += r.already;
-                    total.skipped.extend(r.skipped);
-                    if r.stopped.is_some() || (i == 0 && manifest.mismatch(&*pool.core.runtime).is_some()) {
-                        total.stopped = r.stopped;
-                        break;
-                    }
-                }
-                total.elapsed = started.elapsed();
-                let _ = tx.send(total);
+                let _ = tx.send(warm_up_weakly(&weak, source));
             })
             .map_err(|e| Error::Internal(format!("cannot start the warm-up thread: {e}")))?;
         Ok(rx)
@@ -1966,6 +1967,90 @@ impl Drop for CreationGuard<'_> {
         });
         self.flight.finish(Err(e));
     }
+}
+
+/// The device names a warm-up checks each entry's device against, by ordinal: the manifest's
+/// and this runtime's.
+struct DeviceNames<'m> {
+    theirs: HashMap<i32, &'m str>,
+    ours: HashMap<i32, String>,
+}
+
+/// Where a background warm-up's manifest comes from.
+enum WarmSource {
+    /// A manifest file, read on the warm-up thread (`HIPFFT_POOL_WARMUP`).
+    File(std::path::PathBuf),
+    /// A manifest in memory ([`PlanPool::warm_up_in_background`]).
+    Given(Manifest),
+}
+
+/// A background warm-up: the manifest read (on this thread, for a file), then its entries
+/// as [`PlanPool::warm_up`] makes them, with one upgrade of `weak` per entry so that the
+/// thread never keeps a dropped pool alive for long.
+fn warm_up_weakly(weak: &std::sync::Weak<PlanPool>, source: WarmSource) -> WarmUpReport {
+    let started = Instant::now();
+    let mut report = WarmUpReport::default();
+    let manifest = match source {
+        WarmSource::Given(m) => m,
+        WarmSource::File(path) => match Manifest::load(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                // The error names the path.
+                let w = format!("no warm-up (HIPFFT_POOL_WARMUP): {e}");
+                warn_unsubscribed(&w);
+                report.stopped = Some(w);
+                report.elapsed = started.elapsed();
+                return report;
+            }
+        },
+    };
+    let _span = tracing::debug_span!("warm_up", plans = manifest.plans.len()).entered();
+    let dropped = || Some("the pool was dropped".to_string());
+    let names = match weak.upgrade() {
+        Some(pool) => pool.warm_up_identity(&manifest, &mut report),
+        None => {
+            report.stopped = dropped();
+            None
+        }
+    };
+    let Some(names) = names else {
+        report.elapsed = started.elapsed();
+        return report;
+    };
+    // The entries are borrowed, never cloned: a clone of the manifest per entry made a
+    // warm-up of 4 x 10^4 entries take a minute.
+    for (index, plan) in by_value(&manifest) {
+        let Some(pool) = weak.upgrade() else {
+            report.stopped = dropped();
+            break;
+        };
+        if pool.warm_entry(&names, index, plan, &mut report).is_break() {
+            break;
+        }
+    }
+    warm_up_done(&mut report, started);
+    report
+}
+
+/// The manifest's entries, each with its index in the manifest, most valuable first (the
+/// sort is stable: equal values keep the manifest's order).
+fn by_value(manifest: &Manifest) -> Vec<(usize, &ManifestPlan)> {
+    let mut plans: Vec<(usize, &ManifestPlan)> = manifest.plans.iter().enumerate().collect();
+    plans.sort_by(|a, b| b.1.value().total_cmp(&a.1.value()));
+    plans
+}
+
+/// Ends a warm-up's report: its time, and one warning for all the entries it skipped.
+fn warm_up_done(report: &mut WarmUpReport, started: Instant) {
+    report.elapsed = started.elapsed();
+    match report.skipped.as_slice() {
+        [] => {}
+        [only] => warn_unsubscribed(&format!("warm-up skipped 1 manifest entry: {only}")),
+        [first, ..] => {
+            warn_unsubscribed(&format!("warm-up skipped {} manifest entries; the first: {first}", report.skipped.len()))
+        }
+    }
+    tracing::info!(made = report.made, already = report.already, skipped = report.skipped.len(), "warm-up done");
 }
 
 /// A warning a C or C++ host sees too: logged, and printed when no subscriber is installed.

@@ -43,16 +43,31 @@ pub(crate) fn pause(d: Duration) {
 pub(crate) fn poll_budget() -> Duration {
     static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *BUDGET.get_or_init(|| {
-        if let Ok(v) = std::env::var("HIPFFT_POOL_POLL_US") {
-            if let Ok(us) = v.trim().parse::<u64>() {
-                return Duration::from_micros(us.min(100_000));
-            }
+        // A bad value is warned of by `PoolConfig::from_env`, which checks it the same way.
+        let set = std::env::var("HIPFFT_POOL_POLL_US").ok();
+        if let Some(Ok(budget)) = set.as_deref().and_then(crate::pool::config::env_value).map(parse_poll_us) {
+            return budget;
         }
         match std::thread::available_parallelism() {
             Ok(n) if n.get() >= 4 => Duration::from_millis(2),
             _ => Duration::ZERO,
         }
     })
+}
+
+/// The longest poll `HIPFFT_POOL_POLL_US` may ask for, in microseconds.
+const MAX_POLL_US: u64 = 100_000;
+
+/// A `HIPFFT_POOL_POLL_US` value (trimmed): whole microseconds, 0 (never poll) to
+/// [`MAX_POLL_US`]; the error says why not.
+pub(crate) fn parse_poll_us(raw: &str) -> Result<Duration, String> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a whole number".into());
+    }
+    match raw.parse::<u64>() {
+        Ok(us) if us <= MAX_POLL_US => Ok(Duration::from_micros(us)),
+        _ => Err(format!("above the maximum {MAX_POLL_US}")),
+    }
 }
 
 /// Polls `ready` until it says true, for at most [`poll_budget`] and never past `deadline`;

@@ -122,6 +122,35 @@ fn the_work_size_at_plan_time_is_the_real_one() {
     assert!(stdout(&o).contains("ok work size 4800"), "{}", show(&o));
 }
 
+/// What the interposer reads from the environment, as a C program sees it: a bad value of
+/// the simulated runtime or of the poll budget is a line on stderr; an empty
+/// `HIPFFT_POOL_EVICTION` is unset (the interposer's LRU, no warning), and one with blanks
+/// around it is read trimmed.
+#[test]
+fn bad_environment_values_reach_stderr_and_blank_ones_are_unset() {
+    let dir = work_dir("cufft_env");
+    let out = dir.join("m.json");
+    let out = out.to_str().unwrap();
+    let env = [
+        ("HIPFFT_POOL_RUNTIME", "sim"),
+        ("HIPFFT_POOL_EVICTION", ""),
+        ("HIPFFT_POOL_SIM_CREATE_LATENCY_US", "abc"),
+        ("HIPFFT_POOL_POLL_US", "fast"),
+        ("HIPFFT_POOL_METRICS_OUT", out),
+    ];
+    let o = run(program(), &["worksizes"], &env, true);
+    let e = String::from_utf8_lossy(&o.stderr);
+    for said in ["HIPFFT_POOL_SIM_CREATE_LATENCY_US=\"abc\" ignored", "HIPFFT_POOL_POLL_US=\"fast\" ignored"] {
+        assert_eq!(e.matches(said).count(), 1, "{said} once:\n{}", show(&o));
+    }
+    assert!(!e.contains("HIPFFT_POOL_EVICTION"), "{}", show(&o));
+    assert_eq!(metrics(out.as_ref())["eviction"], "lru", "{}", show(&o));
+    let env = [("HIPFFT_POOL_RUNTIME", "sim"), ("HIPFFT_POOL_EVICTION", " cost "), ("HIPFFT_POOL_METRICS_OUT", out)];
+    let o = run(program(), &["worksizes"], &env, true);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("HIPFFT_POOL_EVICTION"), "{}", show(&o));
+    assert_eq!(metrics(out.as_ref())["eviction"], "cost", "{}", show(&o));
+}
+
 /// A plan call for a descriptor seen before takes no slot of the ceiling: under a ceiling of
 /// 1 held by another plan it makes no plan (the sim's count), and the execution makes it.
 #[test]
