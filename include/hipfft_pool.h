@@ -468,12 +468,15 @@ const char *hfp_version(void);
 /**
  * Takes a lease on the plan for `*desc`, making the plan on a miss. On a miss at the
  * ceiling it destroys retired plans whose executions finished, evicts idle plans, calls
- * the flush hook once, then waits up to the acquire timeout; it never waits unbounded.
+ * the flush hook (again at each wake-up), then waits up to the acquire timeout; it never
+ * waits unbounded.
  *
  * `pool`: borrowed. `desc`: borrowed for the call (its embed arrays too, `rank` entries
  * each). `out`: written with the lease, owned by the caller until `hfp_lease_release` or
  * `hfp_lease_release_after`; NULL on failure. Fails with `HFP_INVALID_DESCRIPTOR` naming
- * the field and value, `HFP_CEILING_TIMEOUT`, `HFP_RUNTIME_ERROR`, `HFP_SHUT_DOWN`.
+ * the field and value, `HFP_CEILING_TIMEOUT`, `HFP_CEILING_HELD` (every slot held by plans
+ * no GPU work gives back), `HFP_RUNTIME_ERROR`, `HFP_SHUT_DOWN`, `HFP_FORKED` (the pool was
+ * made before this process forked).
  */
 enum hfp_status hfp_acquire(struct hfp_pool *pool,
                             const struct hfp_plan_desc *desc,

@@ -48,7 +48,7 @@ pub use pool::plan_pool::{CachedPlan, FlushHook, PlanPool, ShutdownReport, WarmU
 pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;
 pub use runtime::sim::{SimConfig, SimRuntime};
-pub use sync::fork::{generation as fork_generation, lock_around_fork};
+pub use sync::fork::{generation as fork_generation, install as track_forks, lock_around_fork};
 pub use runtime::{
     CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
 };

@@ -92,6 +92,8 @@ struct Programs {
     multi_pool_test: PathBuf,
     panic_test: PathBuf,
     warmup_test: PathBuf,
+    fork_test: PathBuf,
+    fork_global: PathBuf,
 }
 
 fn programs() -> &'static Programs {
@@ -118,6 +120,7 @@ fn programs() -> &'static Programs {
         let multi_pool_test = strict_c("multi_pool_test", &[]);
         let panic_test = strict_c("panic_test", &[]);
         let warmup_test = strict_c("warmup_test", &[]);
+        let fork_test = strict_c("fork_test", &["-pthread"]);
 
         // The staticlib, with the system libraries Rust's std needs.
         let abi_test_static = w.join("abi_test_static");
@@ -146,7 +149,18 @@ fn programs() -> &'static Programs {
             .arg(&mlx_pattern);
         link_dynamic(&mut c);
         run(&mut c);
-        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test, panic_test, warmup_test }
+
+        let fork_global = w.join("fork_global");
+        let mut c = cxx();
+        c.args(["-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .arg("-I")
+            .arg(&include)
+            .arg(c_dir().join("fork_global.cpp"))
+            .arg("-o")
+            .arg(&fork_global);
+        link_dynamic(&mut c);
+        run(&mut c);
+        Programs { abi_test, abi_test_static, mlx_pattern, multi_pool_test, panic_test, warmup_test, fork_test, fork_global }
     })
 }
 
@@ -387,4 +401,43 @@ fn mlx_pattern_under_valgrind() {
     if let Some(out) = under_valgrind(&programs().mlx_pattern, &args, &[("MLX_ROCM_FFT_CACHE_SIZE", "12")]) {
         expect_summary(&out, "mlx_pattern");
     }
+}
+
+// ---- fork ----
+
+/// Runs `cmd`, killing it after `limit`: the output, or a panic naming the hang.
+fn run_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("{cmd:?} did not end within {limit:?}\n{}", show(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Children forked while the parent's pools are in use (threads acquiring, a lease held):
+/// an inherited pool refuses at once with `HFP_FORKED` naming fork and is freed at once; a
+/// pool the child makes, and its default pool, work; a child that never calls the library
+/// exits at once; the parent's pool works after (`tests/c/fork_test.c`, 50 children).
+#[test]
+fn forked_children_get_pools_of_their_own_and_leave_the_parents_alone() {
+    let out = run_within(&mut program(&programs().fork_test), std::time::Duration::from_secs(120));
+    expect_summary(&out, "fork_test");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", show(&out));
+}
+
+/// A C++ program with a global `hfp::Pool`: each forked child runs the static destructor on
+/// its copy of the parent's pool at exit, which must return at once (no join of threads the
+/// child does not have, no wait for the parent's leases).
+#[test]
+fn a_global_cpp_pool_lets_forked_children_exit_at_once() {
+    let out = run_within(&mut program(&programs().fork_global), std::time::Duration::from_secs(60));
+    expect_summary(&out, "fork_global");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", show(&out));
 }

@@ -248,7 +248,7 @@ fn a_waiter_at_the_ceiling_is_served_when_a_lease_is_released() {
 }
 
 #[test]
-fn the_flush_hook_runs_once_before_a_miss_waits() {
+fn the_flush_hook_runs_before_a_miss_waits() {
     let (_sim, rt) = sim(SimConfig::default());
     let pool = Arc::new(pool(&rt, 1, 1, Duration::from_millis(50)));
     let calls = Arc::new(AtomicUsize::new(0));
@@ -258,7 +258,37 @@ fn the_flush_hook_runs_once_before_a_miss_waits() {
     })));
     let _held = pool.acquire(&c2c(8, 1)).unwrap();
     assert!(pool.acquire(&c2c(16, 1)).is_err());
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert!(calls.load(Ordering::SeqCst) >= 1);
+}
+
+/// A waiter woken by a change that did not free its slot asks the hook again: the lease a
+/// host took back after the last flush may be the one it needs.
+#[test]
+fn the_flush_hook_is_asked_again_at_each_wake_up() {
+    let (_sim, rt) = sim(SimConfig::default());
+    let pool = Arc::new(pool(&rt, 1, 1, Duration::from_secs(5)));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    pool.set_flush_hook(Some(Arc::new(move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    })));
+    let held = pool.acquire(&c2c(8, 1)).unwrap();
+    let p = pool.clone();
+    let waiter = std::thread::spawn(move || p.acquire(&c2c(16, 1)).map(|_| ()));
+    let wait_for = |n: usize| {
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while calls.load(Ordering::SeqCst) < n && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        calls.load(Ordering::SeqCst)
+    };
+    assert!(wait_for(1) >= 1, "asked before waiting");
+    for n in 2..=4 {
+        pool.ceiling().notify(); // a change that frees nothing
+        assert!(wait_for(n) >= n, "asked again after wake-up {}", n - 1);
+    }
+    drop(held);
+    waiter.join().unwrap().expect("served once the slot came back");
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! Issue 14, item 7: the first pool fixes the process-wide live ceiling; a later pool that
-//! asks for another limit shares the first one and says so in `warnings()` (which C hosts
-//! read with `hfp_pool_warnings`). Its own test binary: the process-wide ceiling is set once
-//! per process.
+//! The first pool fixes the process-wide live ceiling; a later pool that asks for another
+//! limit shares the first one and says so in `warnings()` (which C hosts read with
+//! `hfp_pool_warnings`). Its own test binary: the process-wide ceiling is set once per
+//! process.
 
 use std::sync::Arc;
 
@@ -20,4 +20,11 @@ fn a_second_process_wide_limit_is_reported_and_the_first_is_kept() {
     let w = &other.warnings()[0];
     assert!(w.contains("live_ceiling 9 asked") && w.contains("already set to 6"), "{w}");
     assert_eq!(other.ceiling().limit(), 6, "the pool shares the first limit");
+    // A capacity that fit the ceiling it asked for but not the shared one is lowered to fit,
+    // with a warning, rather than refused (the default pool of a process whose first pool
+    // set a small ceiling is made this way).
+    let rt: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    let big = PlanPool::new(PoolConfig::builder().capacity(128).live_ceiling(128).build().unwrap(), rt).unwrap();
+    assert_eq!(big.capacity(), 6);
+    assert!(big.warnings().iter().any(|w| w.contains("capacity 128") && w.contains("using capacity 6")), "{:?}", big.warnings());
 }

@@ -28,12 +28,7 @@ use crate::graphs::view::{Capture, CaptureView};
 use hipfft_pool::StandingLease;
 use crate::codes::{Fail, Flavor, code};
 
-/// First cuFFT handle value: far above the small integers the real cuFFT hands out, so a
-/// virtual handle that reaches the real library by mistake is refused there, never taken
-/// for one of its plans.
-const CUFFT_HANDLE_BASE: u64 = 0x4000_0000;
-/// First hipFFT handle value (a pointer-looking value that is never dereferenced).
-const HIPFFT_HANDLE_BASE: u64 = 0x4850_0000_0000;
+use crate::handle_values::HandleValues;
 
 pub use crate::process::{flavor, is_sim};
 
@@ -340,6 +335,8 @@ struct Counts {
     captured_execs: AtomicU64,
     capture_misses: AtomicU64,
     prepared_taken: AtomicU64,
+    /// Prepared leases the flush hook took back before their execution.
+    prepared_returned: AtomicU64,
     real_plans: AtomicUsize,
     real_plans_peak: AtomicUsize,
     sticky_uses: AtomicU64,
@@ -519,7 +516,8 @@ pub struct Engine {
     rt: Arc<dyn Runtime>,
     sim: Option<Arc<SimRuntime>>,
     handles: RwLock<FxHashMap<u64, Arc<VirtualPlan>>>,
-    next: AtomicU64,
+    /// The values `handles` is keyed by (issued under its write lock).
+    values: HandleValues,
     streams: Mutex<FxHashSet<(i32, usize)>>,
     arena: Arena,
     policy: CapturePolicy,
@@ -794,7 +792,10 @@ impl Engine {
             rt,
             sim,
             handles: RwLock::new(FxHashMap::default()),
-            next: AtomicU64::new(0),
+            values: match flavor {
+                Flavor::Cufft => HandleValues::cufft(),
+                Flavor::Hipfft => HandleValues::hipfft(),
+            },
             streams: Mutex::new(FxHashSet::default()),
             arena: Arena::new(budget),
             policy,
@@ -865,41 +866,24 @@ impl Engine {
             });
             return Ok(v);
         }
-        let issued = self.next.load(Ordering::Relaxed);
-        let base = self.base();
-        let step = self.step();
-        let was_ours = h >= base && (h - base).is_multiple_of(step) && (h - base) / step < issued;
-        let what = if was_ours { "was destroyed" } else { "is not a handle this interposer made" };
+        let what = if self.values.was_issued(h) { "was destroyed" } else { "is not a handle this interposer made" };
         Err(Fail::new(code::INVALID_PLAN, format!("{call}: handle {h:#x} {what}")))
-    }
-
-    fn base(&self) -> u64 {
-        match self.flavor {
-            Flavor::Cufft => CUFFT_HANDLE_BASE,
-            Flavor::Hipfft => HIPFFT_HANDLE_BASE,
-        }
-    }
-
-    fn step(&self) -> u64 {
-        match self.flavor {
-            Flavor::Cufft => 1,
-            Flavor::Hipfft => 16,
-        }
     }
 
     /// `cufftCreate`: a new virtual handle with the library's defaults (auto-allocation on,
     /// the null stream, no work area).
     pub fn create(&self) -> Result<u64, Fail> {
-        let k = self.next.fetch_add(1, Ordering::Relaxed);
-        if self.flavor == Flavor::Cufft && CUFFT_HANDLE_BASE + k > i32::MAX as u64 {
-            return Err(Fail::new(code::ALLOC_FAILED, "no cuFFT handle values left (2^30 handles were created)"));
-        }
-        let h = self.base() + k * self.step();
         let v = Arc::new(VirtualPlan { hot: Hot::new(), settings: Mutex::new(Settings::new()) });
-        let live = {
+        let (h, live) = {
             let mut map = self.handles.write();
+            let Some(h) = self.values.issue(map.len(), |h| map.contains_key(&h)) else {
+                return Err(Fail::new(
+                    code::ALLOC_FAILED,
+                    format!("every one of the {} handle values is live: destroy handles to make more", self.values.space()),
+                ));
+            };
             map.insert(h, v);
-            map.len()
+            (h, map.len())
         };
         self.counts.handles_created.fetch_add(1, Ordering::Relaxed);
         self.counts.handles_peak.fetch_max(live, Ordering::Relaxed);
@@ -1091,7 +1075,7 @@ impl Engine {
             return;
         }
         s.work_area = area;
-        self.prepare(&mut s);
+        self.prepare(v, &mut s);
         self.bind_ahead(&s, None, s.work_area);
     }
 
@@ -1112,7 +1096,7 @@ impl Engine {
             s.stream = stream;
             s.stream_registered = false;
         }
-        self.prepare(&mut s);
+        self.prepare(v, &mut s);
         self.bind_ahead(&s, Some(stream), None);
     }
 
@@ -1212,11 +1196,17 @@ impl Engine {
     /// Takes the lease for the handle's next execution now, while the stream is not
     /// capturing, so that an execution inside a capture finds its plan without creating one.
     /// Frameworks set the stream (and work area) right before each execution; at most half
-    /// the ceiling is held this way at once.
-    fn prepare(&self, s: &mut Settings) {
+    /// the ceiling is held this way at once. Never waits for a slot (the handle's lock is
+    /// held): at a full ceiling the execution acquires, and the flush hook takes prepared
+    /// leases back from handles whose stream is not capturing.
+    fn prepare(&self, v: &VirtualPlan, s: &mut Settings) {
         // Asked only when something waits: a call per SetStream is a driver call.
         if !self.deferred.looks_empty() && matches!(self.capturing(s.stream), Ok(false)) {
             self.drain_deferred(Some(s.stream));
+        }
+        // A handle destroyed by another thread while this call was on its way holds nothing.
+        if v.hot.destroyed.load(Ordering::Acquire) {
+            return;
         }
         // A resident plan serves every execution of its descriptor.
         if self.cache_resident(s) {
@@ -1233,10 +1223,10 @@ impl Engine {
             self.prepared.fetch_sub(1, Ordering::Relaxed);
             return;
         }
-        match self.pool.acquire(&desc) {
-            Ok(lease) => s.prepared = Some(lease),
-            // The execution will try again and report.
-            Err(_) => {
+        match self.pool.acquire_now(&desc) {
+            Ok(Some(lease)) => s.prepared = Some(lease),
+            // No slot now, or a failure the execution will meet again and report.
+            Ok(None) | Err(_) => {
                 self.prepared.fetch_sub(1, Ordering::Relaxed);
             }
         }
@@ -1409,6 +1399,8 @@ impl Engine {
             self.counts.prepared_taken.fetch_add(1, Ordering::Relaxed);
         })) {
             Some(l) => l,
+            // A plan the pool still caches serves a capture (none may be made inside it).
+            None if capturing && let Some(l) = self.pool.acquire_cached(&desc) => l,
             None if capturing => {
                 self.counts.capture_misses.fetch_add(1, Ordering::Relaxed);
                 return Err(Fail::new(
@@ -1474,7 +1466,15 @@ impl Engine {
             self.arena.give_after(&*self.rt, b, stream);
         }
         let mut s = v.lock();
-        if self.release_generation.load(Ordering::Acquire) == generation && s.sticky.is_none() {
+        // Kept for the handle's next execution unless the flush hook ran since this one began,
+        // a miss waits for a slot right now (it would sleep on this lease), or the handle was
+        // destroyed meanwhile by another thread (its leases went already; this one would be
+        // held by nobody).
+        let keep = self.release_generation.load(Ordering::Acquire) == generation
+            && s.sticky.is_none()
+            && !v.hot.destroyed.load(Ordering::Acquire)
+            && self.pool.waiters(desc.device) == 0;
+        if keep {
             self.counts.sticky_uses.fetch_add(1, Ordering::Relaxed);
             s.sticky = Some(lease);
             s.sticky_stream = stream;
@@ -1590,18 +1590,30 @@ impl Engine {
         self.drain_deferred(None);
     }
 
-    /// The flush hook: every sticky lease goes back, released once its stream's work is done.
-    /// A handle in use right now is skipped; its execution releases when it ends.
+    /// The flush hook (a miss found the ceiling full): every sticky lease goes back, released
+    /// once its stream's work is done, and every prepared lease of a handle whose stream is
+    /// not capturing (never executed: it goes at once; the execution acquires instead). A
+    /// handle in use right now is skipped; its execution keeps no sticky lease while a miss
+    /// waits.
     pub fn release_sticky(&self) {
         self.release_generation.fetch_add(1, Ordering::AcqRel);
         self.counts.sticky_flushes.fetch_add(1, Ordering::Relaxed);
         let handles: Vec<Arc<VirtualPlan>> = self.handles.read().values().cloned().collect();
         for v in handles {
             let Some(mut s) = v.try_lock() else { continue };
-            if let Some(lease) = s.sticky.take() {
-                let stream = s.sticky_stream;
-                drop(s);
-                self.deferred.lock().push((lease, stream));
+            let sticky = s.sticky.take().map(|l| (l, s.sticky_stream));
+            let prepared = match s.prepared {
+                Some(_) if matches!(self.capturing(s.stream), Ok(false)) => s.prepared.take(),
+                _ => None,
+            };
+            drop(s);
+            if prepared.is_some() {
+                self.prepared.fetch_sub(1, Ordering::Relaxed);
+                self.counts.prepared_returned.fetch_add(1, Ordering::Relaxed);
+            }
+            drop(prepared);
+            if let Some(held) = sticky {
+                self.deferred.lock().push(held);
             }
         }
         self.drain_deferred(None);
@@ -1666,6 +1678,7 @@ impl Engine {
             "prepared_leases_used": self.counts.prepared_taken.load(Ordering::Relaxed),
             "sticky_lease_uses": self.counts.sticky_uses.load(Ordering::Relaxed),
             "sticky_flushes": self.counts.sticky_flushes.load(Ordering::Relaxed),
+            "prepared_returned": self.counts.prepared_returned.load(Ordering::Relaxed),
             "captured_execs": self.counts.captured_execs.load(Ordering::Relaxed),
             "capture_misses": self.counts.capture_misses.load(Ordering::Relaxed),
             "capture_policy": self.policy.name(),

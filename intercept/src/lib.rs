@@ -14,6 +14,7 @@
 //!   up libcuda's or libcufft's on handles of their own;
 //! - [`graphs`]: the graphs that can still run a plan, followed through hooks of the
 //!   runtime's graph calls;
+//! - [`handle_values`]: the values handed out as handles, reused over a long life;
 //! - [`arena`]: work areas for handles that leave allocation to the library;
 //! - [`profile`]: the interposer's own host time in the process it serves (opt-in);
 //! - [`process`]: what every file may read: the API this process loaded, the sim switch,
@@ -29,6 +30,7 @@ pub mod dlsym;
 pub mod engine;
 pub mod entry;
 pub mod graphs;
+pub mod handle_values;
 pub mod process;
 pub mod profile;
 pub mod real;
@@ -36,6 +38,7 @@ pub mod real;
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 pub use codes::{Fail, Flavor, code, data_type};
+pub use hipfft_pool::track_forks;
 pub use engine::{Engine, ExecKind, PlanRequest, engine};
 
 /// Defines exported C functions that return the library's result code (`int`).
@@ -87,6 +90,18 @@ pub unsafe fn write_out<T>(ptr: *mut T, name: &str, value: T) -> Result<(), Fail
 #[macro_export]
 macro_rules! export_common {
     ($flavor:expr) => {
+        /// Counts forks from the moment the library is loaded (`hipfft_pool::track_forks`): a
+        /// child forked before the process's first FFT call is still known as a child, and
+        /// writes its files to paths of its own.
+        #[used]
+        #[unsafe(link_section = ".init_array")]
+        static HFP_TRACK_FORKS_AT_LOAD: extern "C" fn() = {
+            extern "C" fn track() {
+                $crate::track_forks();
+            }
+            track
+        };
+
         /// int hfp_intercept_synchronize(void): waits until every execution enqueued through
         /// the interposer has completed; 0 on success, -1 on failure (see hfp_intercept_last_error).
         #[unsafe(no_mangle)]

@@ -275,6 +275,13 @@ struct Inner {
 /// One creation that concurrent misses on the same key wait for.
 type Flight = crate::pool::flight::Flight<Result<Arc<PlanEntry>>>;
 
+/// Whether a miss at a full ceiling waits for a slot (see [`PlanPool::acquire_now`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Waits {
+    UpToTimeout,
+    Never,
+}
+
 enum Step {
     Retry,
     Join(Arc<Flight>),
@@ -372,6 +379,23 @@ impl PlanPool {
             CeilingPlan::Shared(c) => c.limit(),
             CeilingPlan::PerDevice(_) => usize::MAX,
         };
+        let mut config = config;
+        if matches!(config.ceiling_scope, CeilingScope::ProcessWide) && config.capacity > limit && config.capacity <= config.live_ceiling {
+            // The capacity fit the ceiling asked for; the one an earlier pool set is smaller
+            // (the warning above says so). Fitting it beats refusing a pool the caller could
+            // not have configured otherwise (the default pool of a process whose first pool
+            // set a small ceiling).
+            let w = format!(
+                "capacity {} is above the process-wide live ceiling {limit} this pool shares; using capacity {limit}",
+                config.capacity
+            );
+            tracing::warn!(asked = config.capacity, effective = limit, "{w}");
+            if !tracing::dispatcher::has_been_set() {
+                eprintln!("hipfft-pool: warning: {w}");
+            }
+            warnings.push(w);
+            config.capacity = limit;
+        }
         if config.capacity == 0 || config.capacity > limit {
             return Err(Error::InvalidConfig {
                 field: "capacity",
@@ -654,8 +678,9 @@ impl PlanPool {
     }
 
     /// A lease on the plan for `desc`, made if needed. On a miss at the ceiling it destroys
-    /// retired plans whose executions finished, evicts idle plans, calls the flush hook once,
-    /// then waits up to the acquire timeout; it never waits unbounded.
+    /// retired plans whose executions finished, evicts idle plans, calls the flush hook
+    /// (again at each wake-up), then waits up to the acquire timeout; it never waits
+    /// unbounded.
     ///
     /// # Examples
     ///
@@ -680,8 +705,76 @@ impl PlanPool {
         }
         match self.try_hit(desc) {
             Some(lease) => Ok(lease),
-            None => self.acquire_slow(desc),
+            // A miss that waits ends in a lease or an error, never in `None`.
+            None => self.acquire_slow(desc, Waits::UpToTimeout)?.ok_or_else(|| Error::Internal("a waiting miss returned no lease".into())),
         }
+    }
+
+    /// [`acquire`](Self::acquire) for a caller that must not wait for a slot (it holds a
+    /// lock of its own, say): a hit, or a miss that finds a free slot or an idle plan to
+    /// evict (the plan is then made, which takes the creation's time); `Ok(None)` where
+    /// `acquire` would wait for plans in use to be released.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new(PoolConfig::builder().capacity(1).private_ceiling(1).build()?, runtime)?;
+    /// let busy = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// let other = PlanDesc::new(TransformType::C2C, &[128], 1);
+    /// assert!(pool.acquire_now(&other)?.is_none(), "the one slot is in use");
+    /// drop(busy); // idle now: evicted for the next miss
+    /// assert!(pool.acquire_now(&other)?.is_some());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn acquire_now(&self, desc: &PlanDesc) -> Result<Option<Lease>> {
+        if self.born != crate::sync::fork::generation() {
+            return Err(self.forked());
+        }
+        match self.try_hit(desc) {
+            Some(lease) => Ok(Some(lease)),
+            None => self.acquire_slow(desc, Waits::Never),
+        }
+    }
+
+    /// A lease on the cached plan for `desc`, if there is one: never makes a plan, never
+    /// waits. For a caller that may not make one now (a stream capturing a graph).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime)?;
+    /// let desc = PlanDesc::new(TransformType::C2C, &[64], 1);
+    /// assert!(pool.acquire_cached(&desc).is_none(), "not made yet");
+    /// drop(pool.acquire(&desc)?);
+    /// assert!(pool.acquire_cached(&desc).is_some());
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn acquire_cached(&self, desc: &PlanDesc) -> Option<Lease> {
+        if self.born != crate::sync::fork::generation() {
+            return None;
+        }
+        self.try_hit(desc)
+    }
+
+    /// Threads waiting for a slot of `device`'s ceiling right now (in this pool or another
+    /// that shares the ceiling).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new(PoolConfig::builder().capacity(4).private_ceiling(4).build()?, runtime)?;
+    /// assert_eq!(pool.waiters(0), 0);
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    pub fn waiters(&self, device: i32) -> usize {
+        self.core.device(device).ceiling.waiters()
     }
 
     /// A hit: this thread's front cache first (no shared lock word), then the map.
@@ -720,8 +813,10 @@ impl PlanPool {
         Lease::new(e)
     }
 
+    /// A miss: makes the plan, joins its creation, evicts, or waits (per `waits`). `Ok(None)`
+    /// only for [`Waits::Never`], where it would have waited.
     #[cold]
-    fn acquire_slow(&self, desc: &PlanDesc) -> Result<Lease> {
+    fn acquire_slow(&self, desc: &PlanDesc, waits: Waits) -> Result<Option<Lease>> {
         desc.validate()?;
         let dev = self.core.device(desc.device);
         // A create or destroy that has not returned for the whole timeout: a miss here could
@@ -748,7 +843,7 @@ impl PlanPool {
         };
         loop {
             if let Some(lease) = self.try_hit(desc) {
-                return Ok(lease);
+                return Ok(Some(lease));
             }
             let epoch = dev.ceiling.epoch();
             // A new recency period: hits from here on rank above everything stamped before.
@@ -780,12 +875,12 @@ impl PlanPool {
                 Step::Create(flight) => {
                     miss_once(c);
                     drop(registered.take());
-                    return self.create(desc, flight, &dev, deadline, started, None);
+                    return self.create(desc, flight, &dev, deadline, started, None).map(Some);
                 }
                 Step::Swap(victim, flight) => {
                     miss_once(c);
                     drop(registered.take());
-                    return self.create(desc, flight, &dev, deadline, started, Some(victim));
+                    return self.create(desc, flight, &dev, deadline, started, Some(victim)).map(Some);
                 }
                 Step::Join(flight) => {
                     miss_once(c);
@@ -797,7 +892,7 @@ impl PlanPool {
                                 entry.last_used.store(self.recency.now(), Ordering::Relaxed);
                                 // SAFETY: the lease was just taken, on a plan not evicted
                                 // (so listed in the map, or retired since).
-                                return Ok(Lease::new(unsafe { Held::new(&entry, stripe) }));
+                                return Ok(Some(Lease::new(unsafe { Held::new(&entry, stripe) })));
                             }
                             // Evicted before we got to it: go round again.
                         }
@@ -818,6 +913,10 @@ impl PlanPool {
                         reclaimed_since_wake = true;
                         continue;
                     }
+                    if waits == Waits::Never {
+                        drop(registered.take());
+                        return Ok(None);
+                    }
                     #[cfg(all(test, loom))]
                     let registered_before_last_look = !crate::pool::tests::regressed(crate::pool::tests::Regression::WaitWithoutRegistering);
                     #[cfg(not(all(test, loom)))]
@@ -831,7 +930,9 @@ impl PlanPool {
                         continue;
                     }
                     // Nothing is on its way: the host may be holding the work that would free
-                    // a slot. (With an eviction on its way there is nothing to flush for.)
+                    // a slot. Asked again at every wake-up: a slot another waiter took may
+                    // have gone to work the host holds again. (With an eviction on its way
+                    // there is nothing to flush for.)
                     if !flushed && !reclaimed_since_wake {
                         flushed = true;
                         let hook = self.flush_hook.read().clone();
@@ -852,6 +953,7 @@ impl PlanPool {
                     let changed = dev.ceiling.wait_for_change(epoch, deadline);
                     c.record_latency(Latency::CeilingWait, desc.device, wait_started.elapsed());
                     reclaimed_since_wake = false;
+                    flushed = false;
                     if !changed {
                         Counters::bump(&c.ceiling_timeouts);
                         return Err(self.timeout_error(desc, started, false));

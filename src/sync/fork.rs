@@ -103,7 +103,14 @@ unsafe extern "C" fn child() {
     });
 }
 
-/// Registers the fork handlers (once per process; a child inherits them).
+/// Registers the fork handlers (once per process; a child inherits them). Making a pool
+/// does it; the preloadable libraries do it when loaded, so that a child forked before the
+/// first call is known as one ([`generation`]).
+///
+/// ```
+/// hipfft_pool::track_forks();
+/// assert_eq!(hipfft_pool::fork_generation(), 0);
+/// ```
 pub fn install() {
     static ONCE: Once = Once::new();
     // They never unwind (each catches).

@@ -223,7 +223,9 @@ fn the_cuda_path_finds_an_rtld_local_cufft_and_never_recurses() {
     assert_eq!(m["runtime"], "cuda", "{m}");
     assert_eq!(get(&m, "creations"), 2, "eight handles of one descriptor share one real plan (and one more descriptor): {m}");
     assert_eq!(get(&m, "virtual_handles_peak"), 9, "{m}");
-    assert_eq!(get(&m, "capture_misses"), 1, "{m}");
+    // The captured execution with nothing prepared found its plan cached (and was refused
+    // for its auto-allocated area), so no capture missed.
+    assert_eq!(get(&m, "capture_misses"), 0, "{m}");
     // The three captures (h[0], h[1], and hy after every other handle was destroyed) share
     // one descriptor: its plan became the one resident (limit 4 / 4) and served all three,
     // with no node added to the graph (the stub counts host nodes: none). A handle that

@@ -613,10 +613,15 @@ static int capture(int count) {
   g_graph_destroy(agraph);
   expect(ra, R_NOT_SUPPORTED, "auto-allocated work area", "captured exec with auto-allocation");
   OK(FFT(Destroy)(p));
-  /* 2: a plan not prepared before the capture is refused, never created inside it */
+  /* 2: a plan neither prepared nor cached is refused, never created inside the capture
+        (the plan call cached it; plans of 32 other shapes evict it, at any ceiling here) */
   OK(FFT(Create)(&p));
   OK(FFT(SetStream)(p, stream));
   OK(FFT(MakePlan1d)(p, 48, T_C2C, 1, NULL));
+  for (int i = 0; i < 32; i++) {
+    size_t ws;
+    OK(FFT(GetSize1d)(p, 1000 + i, T_C2C, 1, &ws));
+  }
   float buf[96] = {0};
   CHECK(g_begin_capture(stream) == 0, "begin");
   result_t r = FFT(ExecC2C)(p, buf, buf, DIR_FORWARD);
@@ -625,6 +630,31 @@ static int capture(int count) {
   g_graph_destroy(graph);
   expect(r, R_INTERNAL_ERROR, "capturing a graph", "captured exec with no plan prepared");
   OK(FFT(Destroy)(p));
+  /* 2b: a plan not prepared (no stream or area set since the plan call) but still cached
+        serves the capture: the pool hands out a cached plan without making one */
+  {
+    int n = 56;
+    float *in = calloc(2 * (size_t)n, sizeof(float)), *out = calloc(2 * (size_t)n, sizeof(float));
+    void *work = malloc(1 << 20);
+    double sum = 0;
+    for (int k = 0; k < n; k++) { in[2 * k] = (float)(k % 5) - 2.0f; sum += in[2 * k]; }
+    OK(FFT(Create)(&p));
+    OK(FFT(SetAutoAllocation)(p, 0));
+    OK(FFT(SetWorkArea)(p, work));
+    OK(FFT(SetStream)(p, stream));
+    OK(FFT(MakePlan1d)(p, n, T_C2C, 1, NULL));
+    void *g = NULL, *e = NULL;
+    CHECK(g_begin_capture(stream) == 0, "begin");
+    CHECK(FFT(ExecC2C)(p, in, out, DIR_FORWARD) == R_SUCCESS, "captured exec on a cached plan");
+    CHECK(g_end_capture(stream, &g) == 0, "end capture");
+    CHECK(g_graph_instantiate(&e, g) == 0, "instantiate");
+    CHECK(g_graph_launch(e, stream) == 0, "launch");
+    CHECK(hfp_intercept_synchronize() == 0, "synchronize");
+    CHECK(fabs(out[0] - sum) < 1e-3 * (fabs(sum) + 1), "captured exec on a cached plan: bin 0 %g, want %g", out[0], sum);
+    CHECK(g_graph_exec_destroy(e) == 0 && g_graph_destroy(g) == 0, "destroy");
+    OK(FFT(Destroy)(p));
+    free(in); free(out); free(work);
+  }
   /* 3: `count` handles of distinct shapes, each captured, launched, then destroyed (as a
         framework drops a plan once the work using it completed), under a small ceiling */
   char what[64];

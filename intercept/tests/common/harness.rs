@@ -244,15 +244,19 @@ pub fn captured_executions_at_a_small_ceiling(program: &Path, lib: &str) {
         assert!(m["sim_violations"].as_array().unwrap().is_empty(), "{policy}: {m}");
         // Every execution is captured: those of handles that knew their resident plan are
         // counted as `resident_execs` (no capture check on that path).
-        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 17, "{policy}: {m}");
+        assert_eq!(get(&m, "captured_execs") + get(&m, "resident_execs"), 18, "{policy}: {m}");
         assert_eq!(get(&m, "capture_misses"), 1, "{policy}: {m}");
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(stderr.matches("no longer offered").count(), usize::from(policy == "release-on-run"), "{policy}: {}", show(&o));
         assert_eq!(get(&m, "captured_kept"), 0, "{policy}: {m}");
         assert_eq!(get(&m, "graph_held_plans"), 0, "{policy}: every graph was destroyed: {m}");
         match policy {
-            // The first handle and handle 12 share a descriptor (n=32, batch 2).
-            "pin" => assert_eq!((get(&m, "capture_residents"), get(&m, "destroys")), (16, 0), "{m}"),
+            // The first handle and handle 12 share a descriptor (n=32, batch 2); one more is
+            // captured on a cached plan. Only the plans the size queries made were destroyed.
+            "pin" => {
+                assert_eq!(get(&m, "capture_residents"), 17, "{m}");
+                assert!(get(&m, "destroys") <= 32, "no resident was destroyed: {m}");
+            }
             _ => {
                 assert_eq!((get(&m, "capture_residents"), get(&m, "capture_resident_limit")), (1, 1), "{m}");
                 assert!(get(&m, "captured_followed") >= 15, "{policy}: {m}");
@@ -336,4 +340,52 @@ pub fn hot_text_functions(lib: &Path) -> Option<Vec<String>> {
             })
             .collect(),
     )
+}
+
+/// [`run`] bounded in time: the program is killed after `limit`, and the test fails naming
+/// the hang. Returns the output and the program's process id.
+pub fn run_within(exe: &Path, args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> (Output, u32) {
+    use std::process::Stdio;
+    let mut c = Command::new(exe);
+    c.args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("HIPFFT_POOL_") || k == "LD_PRELOAD" || k == "LD_LIBRARY_PATH" {
+            c.env_remove(k);
+        }
+    }
+    c.envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    let pid = child.id();
+    // Drained while it runs: a full pipe would stop the program.
+    let out = child.stdout.take().map(|mut s| std::thread::spawn(move || drain(&mut s)));
+    let err = child.stderr.take().map(|mut s| std::thread::spawn(move || drain(&mut s)));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let joined = |h: Option<std::thread::JoinHandle<Vec<u8>>>| h.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+    let (stdout, stderr) = (joined(out), joined(err));
+    let Some(status) = status else {
+        panic!(
+            "{} {args:?} did not end within {limit:?}\n--- stdout\n{}\n--- stderr\n{}",
+            exe.display(),
+            String::from_utf8_lossy(&stdout),
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    (Output { status, stdout, stderr }, pid)
+}
+
+fn drain(r: &mut impl std::io::Read) -> Vec<u8> {
+    let mut v = Vec::new();
+    let _ = r.read_to_end(&mut v);
+    v
 }
