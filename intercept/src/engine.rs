@@ -642,9 +642,8 @@ fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
 /// names a policy (`set`). The pool's own default (cost: the cheapest to remake) suits a host
 /// that calls the pool, but a framework under the interposer may keep instantiated graphs
 /// holding a plan's kernels after their launch and update them in place later (MLX 0.32.2's
-/// CUDA backend does), so the plan destroyed should be the one its graphs used longest ago:
-/// MLX's `test_fft.py` at ceilings 26 and 12 passed 12 runs in 12 with LRU and 3 in 9 with
-/// cost eviction (docs/frameworks.md, runs 23 to 27).
+/// CUDA backend does): the graph registry holds such plans until no graph can run them, and
+/// among the rest the one destroyed should still be the one used longest ago.
 fn interposer_eviction(from_config: Eviction, set: Option<&str>) -> Eviction {
     // Set or not by the pool's rule: trimmed, and empty is unset.
     match set.and_then(hipfft_pool::pool::config::env_value) {

@@ -120,8 +120,8 @@ impl<T: Completes> Pending<T> {
 /// While it holds items it sleeps between rounds instead of waiting on the channel: a
 /// sender then never has to wake it (with a timed receive, every `release_after` that came
 /// during the wait woke this thread). Measured on the H200 it changed nothing visible:
-/// `release_after` took 1.31x of the floor before and after (runs 03 and 04 of
-/// docs/performance.md), so that gap is not this hand-off. New items wait for the next
+/// `release_after` took 1.31x of the floor with and without it, so that gap is not this
+/// hand-off (docs/history/2026-12.md). New items wait for the next
 /// round, which polls them anyway. Empty, it polls the channel for the pool's poll budget
 /// (none on small machines, as the creation workers do), then blocks.
 pub(crate) fn run<T: Completes>(rx: Receiver<T>) {

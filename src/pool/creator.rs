@@ -75,7 +75,7 @@ impl Rejoin<'_> {
 /// goes to the one that went idle last, whose core is hot and which is likely still
 /// polling, so a miss's destroy and creation run on one thread, one after the other, as
 /// an inline cache's would (a job handed to whichever parked thread woke first made the
-/// calls slower than inline; docs/performance.md, run 26). Jobs that find no idle worker
+/// calls slower than inline: docs/history/2026-12.md). Jobs that find no idle worker
 /// queue here, and a worker takes them before it goes idle; both under one lock, so no job
 /// is ever left queued while a worker waits.
 #[derive(Default)]
