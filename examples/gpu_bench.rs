@@ -23,7 +23,7 @@
 //! and plan creation per shape: raw (destroy the previous plan, create this one) against a
 //! pool miss at capacity 1 (which does the same: evicts and destroys the idle plan, creates),
 //! on the primary runtime twice: first, in a process that has run nothing else, and again
-//! after the rows (run 08 found raw cuFFT's calls on the main thread faster the second time),
+//! after the rows (an earlier run found raw cuFFT's calls on the main thread faster the second time),
 //! every part beside the same one other plan (`--creation-alive`, default `anchor`).
 //!
 //! Every variant uses one input, one output and one work area allocated once, the work area

@@ -217,7 +217,7 @@ diag)
     done
     ;;
   proof)
-    # (Run 10, at a82ce86: the launch proof of that time, since removed.) With
+    # (At a82ce86: the launch proof of that time, since removed.) With
     # `auto` the default: test_fft.py at each ceiling (four times at 12), natively once, and
     # the cycle natively and interposed at MLX caches 128 and 8.
     run proof-native 90 $t
@@ -255,7 +255,7 @@ diag)
   eager)
     # Whether the destroyed plans' kernels are the fault: CUDA's lazy module loading (the
     # default) against CUDA_MODULE_LOADING=EAGER, natively at MLX's cache 8 and through the
-    # pool at capacity 12 (ceiling 128), where both crash with lazy loading (runs 15, 17).
+    # pool at capacity 12 (ceiling 128), where both crash with lazy loading (docs/history/2026-12.md).
     for i in 1 2; do
       MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 CUDA_MODULE_LOADING=EAGER run "eager-native-cycle-cache8-$i" 60 $b --cycles 60
     done
@@ -297,7 +297,7 @@ diag)
     MLX_CUDA_FFT_CACHE_SIZE=8 MLX_ENABLE_CACHE_THRASHING_CHECK=0 run cause-native-cycle-cache8-sanitizer 120 compute-sanitizer --tool memcheck --print-limit 10 $b --cycles 20 --warmup 2
     ;;
   c12)
-    # The ceiling-12 failures (docs/frameworks.md, runs 12 and 13): each policy three times,
+    # The ceiling-12 failures (docs/history/2026-12.md): each policy three times,
     # host-node releases held until an event after their graph (`after-graph`), and MLX
     # committing each op's graph at once; then the failing tests under compute-sanitizer.
     for i in 1 2 3; do
@@ -323,7 +323,7 @@ diag)
     cycle_runs res 3 128 26 12
     ;;
   graphs)
-    # MLX's graph-exec updates carry a destroyed plan's kernels (run 23): test_fft.py at
+    # MLX's graph-exec updates carry a destroyed plan's kernels (docs/history/2026-12.md): test_fft.py at
     # ceilings 128 and 26 (twice), and at 12 with MLX's graphs off (three times) and on (once:
     # the interposer's warning), natively with graphs off; then the cycle as in `resident`.
     pre gr-c128 90 128 $t -s

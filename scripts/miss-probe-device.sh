@@ -3,7 +3,7 @@
 # malloc arenas (MALLOC_ARENA_MAX=1 puts every thread on the main arena) or the core the
 # worker wakes on (every thread pinned to one core, then to two). Runs a short gpu_bench
 # (plan creation before and after the other parts, and the thread structures) under each,
-# twice, and prints one line per creation part. Written after run 08 (docs/performance.md);
+# twice, and prints one line per creation part. Written after the miss-anatomy run (docs/history/2026-12.md);
 # first run 2026-12-06 (docs/runs/2026-12-06-miss-probe-fb0ce29/): neither the arenas nor the
 # core explain it, the pool's create alone costs more than raw destroy + create even with
 # every thread on one core. Added then: every hand-off parking (HIPFFT_POOL_POLL_US=0),

@@ -19,7 +19,7 @@ print(f"{d}: {len(ids)} pairs (native, interposed), us per call = each process's
 print(f"  median of per-pair ratios {st.median(r):.3f}; mean {st.mean(r):.3f}")
 for name, f in (("min", 0), ("p10", .1), ("p25", .25), ("median", .5)):
     print(f"  {name:>6}: native {q(nat, f):6.2f}  interposed {q(pool, f):6.2f}  ratio {q(pool, f) / q(nat, f):.3f}")
-# The fast state alone (run 36: each process lands in a fast state, about 10.5 us per call on
+# The fast state alone (docs/history/2026-12.md: each process lands in a fast state, about 10.5 us per call on
 # that H100, or a slow one, 13 to 20 us, natively and interposed alike): the processes under
 # FAST_US on each side, the ratio of their medians. What the interposer adds to a call, with
 # the state the process happened to land in taken out.

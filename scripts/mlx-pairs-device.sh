@@ -2,7 +2,7 @@
 # MLX 0.32.2's 26-shape cycle at its cache 128, natively and through the cuFFT interposer, in
 # N alternated pairs of processes (which one goes first alternates), every process pinned to
 # the same cores. One process's figure is its median over 600 cycles; the spread between
-# processes (a fast and a slow state, run 08) is larger than the 3% target, so the target
+# processes (a fast and a slow state, docs/history/2026-12.md) is larger than the 3% target, so the target
 # needs many pairs. On the device, repository root, .device/bench carried and MLX's parts in
 # /tmp/mlxparts (see scripts/gpu-bench-device.sh):
 #   OUT=/tmp/m3 PAIRS=40 bash scripts/mlx-pairs-device.sh; python3 scripts/mlx-pair-stats.py /tmp/m3

@@ -279,7 +279,7 @@ fn abi_test_against_the_staticlib() {
     expect_summary(&out, "abi_test");
 }
 
-/// Issue 14, item 6, through the C ABI: two and three pools at the process-wide ceiling
+/// Through the C ABI: two and three pools at the process-wide ceiling
 /// (its own process, ceiling 2); an idle pool does not starve the others, leased plans are
 /// never reclaimed.
 #[test]
@@ -288,7 +288,7 @@ fn several_pools_share_the_ceiling_through_the_c_abi() {
     expect_summary(&out, "multi_pool_test");
 }
 
-/// Issue 14, item 2, through the C ABI: a runtime that panics inside plan creation (the
+/// Through the C ABI: a runtime that panics inside plan creation (the
 /// sim's `HIPFFT_POOL_SIM_PANIC_CREATE_EVERY=2`) gives `HFP_INTERNAL_ERROR` with a message and
 /// leaves no slot, key or flight behind.
 #[test]

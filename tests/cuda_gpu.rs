@@ -481,7 +481,7 @@ fn reference_is_sound() {
     }
 }
 
-/// Issue 14, item 10, on the GPU: `release_after` on a stream that is capturing a graph
+/// On the GPU: `release_after` on a stream that is capturing a graph
 /// (global mode, as MLX captures) puts the release in a host node after the captured work:
 /// the plan stays leased until the graph ran (at a ceiling of 1 a miss for another shape
 /// times out), and the transform the graph ran is right.

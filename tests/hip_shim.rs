@@ -635,7 +635,7 @@ fn shim_checks_pointers_at_the_abi() {
 // ---------------------------------------------------------------------------------------
 // Child processes: environment read once per process
 
-/// Issue 14, item 12, through hip-shim's `hipGetDeviceFlags` and the pool's HIP runtime.
+/// Through hip-shim's `hipGetDeviceFlags` and the pool's HIP runtime.
 #[test]
 fn the_device_flags_are_read_through_hip_and_blocking_sync_warned_about() {
     run_child("child_device_flags", &[("HIPFFT_POOL_SIM_DEVICE_FLAGS", "4")]);

@@ -228,7 +228,7 @@ fn a_destroy_that_could_not_run_keeps_its_handle_counted_until_it_is_retried() {
     assert!(pool.acquire(&PlanDesc { device: 1, ..c2c(16, 1) }).is_ok());
 }
 
-/// Issue 14, item 9: when neither a query nor a synchronize of the event behind a
+/// When neither a query nor a synchronize of the event behind a
 /// `release_after` works (a device in error), the lease stays held: the plan is not handed
 /// out idle, not evicted and not destroyed, until a later query proves the work done.
 #[test]
@@ -257,7 +257,7 @@ fn a_release_whose_event_cannot_be_waited_on_keeps_its_plan_until_proven_done() 
     assert_eq!(sim.violations().len(), 0, "{:?}", sim.violations());
 }
 
-/// Issue 14, item 3, the completion thread: a panic in the runtime while it polls an event
+/// The completion thread: a panic in the runtime while it polls an event
 /// is caught; the lease stays held (its work is not proven done), it is counted, and the
 /// thread keeps serving: once the runtime behaves, the release completes and later ones too.
 #[test]
@@ -288,7 +288,7 @@ fn a_panic_while_polling_an_event_keeps_the_lease_and_the_completion_thread_serv
     assert!(job.check(&stream) < 1e-4);
 }
 
-/// Issue 14, item 12: a pool made while the device's flags include blocking sync (the
+/// A pool made while the device's flags include blocking sync (the
 /// seed's hang, set after the null stream existed) says so in `warnings()` (C hosts:
 /// `hfp_pool_warnings`), naming the flags; without it, nothing.
 #[test]
@@ -306,7 +306,7 @@ fn pool_warnings(rt: &Arc<dyn Runtime>) -> Vec<String> {
     pool(rt, 2, 2, Duration::from_millis(100)).warnings().to_vec()
 }
 
-/// Issue 14, item 8: a lease dropped right after an execution is released once that work
+/// A lease dropped right after an execution is released once that work
 /// is done (an event on its last stream), not at once: at a ceiling of 1, a miss for another
 /// shape cannot evict the plan while its transform runs, and the transform's result is
 /// right. `release()` vouches for completion and releases at once.
@@ -332,7 +332,7 @@ fn a_lease_dropped_after_an_exec_is_released_after_its_work_not_at_once() {
     assert!(sim.violations().is_empty(), "{:?}", sim.violations());
 }
 
-/// Issue 14, item 6: pools sharing a ceiling. A miss in one pool that finds nothing idle of
+/// Pools sharing a ceiling. A miss in one pool that finds nothing idle of
 /// its own reclaims an idle plan of another pool at that ceiling instead of timing out;
 /// two pools, then three, counted by the sim itself.
 #[test]
@@ -359,7 +359,7 @@ fn a_pool_whose_plans_sit_idle_does_not_starve_the_others_at_a_shared_ceiling() 
     assert!(sim.live_handles() <= 2 && sim.peak_live_handles() <= 2, "the sim's own count");
 }
 
-/// Issue 14, item 6: a leased plan of another pool is never taken.
+/// A leased plan of another pool is never taken.
 #[test]
 fn leased_plans_of_another_pool_are_never_reclaimed() {
     let (sim, rt) = sim(SimConfig::default());

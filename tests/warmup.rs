@@ -1,4 +1,4 @@
-//! The manifest and the warm-up (issue 16), on the sim: what is recorded, what a warm-up
+//! The manifest and the warm-up, on the sim: what is recorded, what a warm-up
 //! makes (counted by the sim), its order and bounds, what it skips, and its single flight
 //! with a real miss; what a manifest file may be (its caps and type, counted in the bytes
 //! the reading thread read) and the warm-up's time in its entries. And the cost eviction

@@ -1,4 +1,4 @@
-/* lease_check_cost.c: the cost of the C ABI's lease checks (issue 14, item 11). Times
+/* lease_check_cost.c: the cost of the C ABI's lease checks. Times
  * N hfp_acquire + hfp_lease_release pairs on a cached plan (the hit path through the C
  * ABI, on the simulated runtime), best of R rounds, and prints ns per pair with the check
  * switch as the environment set it. Run it twice, with and without

@@ -1,5 +1,5 @@
 //! `hipfft-pool info` on the sim: the device flags line, with and without blocking sync
-//! (issue 14, item 12: the flags behind the seed's hang are shown).
+//! (the flags behind the seed's hang are shown).
 
 use std::process::Command;
 

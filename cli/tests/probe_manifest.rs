@@ -1,4 +1,4 @@
-//! `hipfft-pool probe --record PATH` and `--warmup PATH` on the sim (issue 16): the run's
+//! `hipfft-pool probe --record PATH` and `--warmup PATH` on the sim: the run's
 //! working set is written, and a later run warmed from it makes its plans before the probe,
 //! so the probe's own calls all hit.
 

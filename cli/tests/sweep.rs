@@ -1,4 +1,4 @@
-//! The investigation of issue #5, rerun on the simulated runtime through the real binary:
+//! The investigation of the seed's hang, rerun on the simulated runtime through the real binary:
 //! `hipfft-pool sweep` runs every probe in a child process, with the sim set to block plan
 //! creation forever (in a pipe read) once more than 12 handles would be alive, as the
 //! gfx1151 did. These tests check that the sweep reproduces the original table, that the

@@ -28,7 +28,7 @@ def load_shapes(path):
 def thread_report():
     """Each thread of this process at the end of the run: its name, the CPU it last ran on,
     its CPU time and context switches. The per-process fast and slow states of the cycle
-    (docs/frameworks.md, run 36) are looked for here: which threads were busy, and where."""
+    (docs/history/2026-12.md) are looked for here: which threads were busy, and where."""
     tick = os.sysconf("SC_CLK_TCK")
     out = []
     for tid in sorted(os.listdir("/proc/self/task"), key=int):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Which part of the interposer's `auto` capture breaks the encoder probe at ceiling 12 when
-# `release-on-run` does not (docs/frameworks.md, run 23). On the device machine, from the
+# `release-on-run` does not (docs/history/2026-12.md). On the device machine, from the
 # repository root, with LIB (the interposer, e.g. .dev-intercept/lib/libhipfft_pool_cufft.so)
 # carried:  scripts/probes/encoder-bisect-device.sh LIB
 # Writes $OUT/bisect.txt: per variant its RESULT, the last successful updates, and the pool's counts.

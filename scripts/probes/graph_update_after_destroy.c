@@ -4,7 +4,7 @@
  * cudaGraphExec_t by the graph's topology and, on the next graph of that topology, calls
  * cudaGraphExecUpdate instead of instantiating anew. MLX destroys a plan only after the graph
  * that used it completed, yet natively at MLX_CUDA_FFT_CACHE_SIZE=8 it dies with "illegal
- * instruction" (docs/frameworks.md, run 15). This program repeats MLX's sequence without MLX:
+ * instruction" (docs/history/2026-12.md). This program repeats MLX's sequence without MLX:
  *
  *   for each size in turn: create a plan, capture one forward C2C exec into a graph, update the
  *   cached exec with it (or instantiate one), launch, synchronize, check against a host DFT,

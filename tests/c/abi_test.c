@@ -546,7 +546,7 @@ static void test_double_release(hfp_pool *pool) {
   printf("double release detected: %s\n", hfp_last_error_message());
 }
 
-/* Issue 14, item 7: a process-wide ceiling asked for after the first pool set another is
+/* A process-wide ceiling asked for after the first pool set another is
  * visible to a C host (and printed to stderr), not only to a Rust tracing subscriber. */
 static void test_warnings(void) {
   hfp_pool *p = sim_pool(1, 7, 100, HFP_CEILING_PROCESS_WIDE);

@@ -273,7 +273,7 @@ void test_throw_after_exec() {
   check(m.in_flight == 0 && m.creations == 1, "one plan, no lease left");
 }
 
-// Issue 14, item 8, in C++: an hfp::Lease that goes out of scope right after an exec is
+// In C++: an hfp::Lease that goes out of scope right after an exec is
 // released once that transform has run, not at once. Run with a ceiling and capacity of 1,
 // a short acquire timeout and HIPFFT_POOL_SIM_EXEC_LATENCY_US set: while the transform is
 // pending, a miss for another shape cannot evict the plan (it times out); the moment the

@@ -1,5 +1,5 @@
-/* multi_pool_test.c: several pools at the default process-wide ceiling, through the C ABI
- * (issue 14, item 6). Its own process, so its first pool sets the ceiling (2). A pool whose
+/* multi_pool_test.c: several pools at the default process-wide ceiling, through the C ABI.
+ * Its own process, so its first pool sets the ceiling (2). A pool whose
  * plans sit idle must not starve another: a miss in one pool reclaims an idle plan of
  * another sharing the ceiling; leased plans are never taken. Prints
  * "multi_pool_test: N passed, M failed"; exits non-zero on any failure. */

@@ -1,5 +1,5 @@
-/* panic_test.c: a runtime that panics inside plan creation, through the C ABI (issue 14,
- * item 2). Run with HIPFFT_POOL_SIM_PANIC_CREATE_EVERY=2: the second creation panics. The
+/* panic_test.c: a runtime that panics inside plan creation, through the C ABI. Run with
+ * HIPFFT_POOL_SIM_PANIC_CREATE_EVERY=2: the second creation panics. The
  * panic comes back as HFP_INTERNAL_ERROR with a message, and leaves no slot, key or flight
  * behind: the next miss on that key makes its plan at once instead of waiting out the
  * timeout, and freeing the pool does not wait either. Prints

@@ -1,4 +1,4 @@
-/* warmup_test.c: the manifest and the warm-up through the C ABI (issue 16): a pool's working
+/* warmup_test.c: the manifest and the warm-up through the C ABI: a pool's working
  * set saved with hfp_pool_save_manifest, made again before the first call by
  * hfp_pool_warm_up and by HIPFFT_POOL_WARMUP at hfp_pool_from_env, and the errors named.
  * argv[1]: a scratch path for the manifest; argv[2]: where the default pool's manifest goes at

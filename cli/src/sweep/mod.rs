@@ -81,7 +81,7 @@ pub struct SweepArgs {
     /// Live handles over the run, one line per configuration (its first run), as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// The whole investigation of issue #5 in one go, instead of the product of --mode,
+    /// The whole investigation of the seed's hang in one go, instead of the product of --mode,
     /// --capacities, --order and --destroy: the legacy capacity table, reordering, the
     /// single-shape control, eager destroy, auto-allocation, then the pool under a ceiling
     /// (--ceiling, else the largest legacy capacity that passed).
@@ -345,7 +345,7 @@ fn steps_per_run(plan: &Plan<'_>) -> usize {
     per_cycle * plan.args.exp.cycles
 }
 
-/// The investigation of issue #5, group by group; later groups use what earlier ones found.
+/// The investigation of the seed's hang, group by group; later groups use what earlier ones found.
 fn investigation(plan: &Plan<'_>, results: &mut Vec<ConfigResult>, notes: &mut Vec<String>) {
     let a = plan.args;
     let caps = &a.capacities;

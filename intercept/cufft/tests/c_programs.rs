@@ -255,7 +255,7 @@ fn captured_executions_hold_their_plans_until_no_graph_holds_them() {
     captured_executions_at_a_small_ceiling(program(), LIB);
 }
 
-/// Issue 16 through the interposer: `HIPFFT_POOL_MANIFEST_OUT` writes the working set at
+/// Through the interposer: `HIPFFT_POOL_MANIFEST_OUT` writes the working set at
 /// exit; a second run with `HIPFFT_POOL_WARMUP` makes those plans in the background from
 /// the first cuFFT call on, so fewer of the program's calls miss, and nothing is made twice.
 #[test]
