@@ -49,6 +49,7 @@ pub use runtime::decorator::Decorator;
 pub use runtime::select::RuntimeChoice;
 pub use runtime::sim::{SimConfig, SimRuntime};
 pub use sync::fork::{generation as fork_generation, install as track_forks, lock_around_fork};
+pub use sync::thread_end::ThreadEnd;
 pub use runtime::{
     CreatedPlan, DevicePtr, HostCall, PlanOptions, RawEvent, RawPlan, RawStream, Rebind, Runtime, RuntimeInfo, RuntimeKind,
 };

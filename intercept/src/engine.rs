@@ -412,8 +412,36 @@ static ENGINES: AtomicU64 = AtomicU64::new(0);
 const RECENT_SLOTS: usize = 64;
 
 /// One slot of `RECENT_HANDLES`: (engine, handle, plan), its borrow flag on the same line.
+/// The plan's reference is let go by hand (`RecentHandle::set`, `forget_recent`): the
+/// thread-local has no drop glue, so `exit()` frees nothing of it (see
+/// `hipfft_pool::ThreadEnd`).
 #[repr(align(32))]
-struct RecentHandle(std::cell::RefCell<Option<(u64, u64, Arc<VirtualPlan>)>>);
+struct RecentHandle(std::cell::RefCell<Option<Recent>>);
+
+/// What a `RecentHandle` holds: (engine, handle, plan).
+type Recent = (u64, u64, std::mem::ManuallyDrop<Arc<VirtualPlan>>);
+
+impl RecentHandle {
+    /// Replaces what the slot holds, letting go of the reference it held.
+    fn set(&self, to: Option<(u64, u64, Arc<VirtualPlan>)>) -> bool {
+        let Ok(mut slot) = self.0.try_borrow_mut() else { return false };
+        let old = std::mem::replace(&mut *slot, to.map(|(e, h, v)| (e, h, std::mem::ManuallyDrop::new(v))));
+        drop(slot);
+        if let Some((_, _, v)) = old {
+            drop(std::mem::ManuallyDrop::into_inner(v));
+        }
+        true
+    }
+}
+
+/// Lets go of this thread's recent handles as the thread ends (never at `exit()`).
+unsafe extern "C" fn forget_recent(_: *mut std::ffi::c_void) {
+    let _ = RECENT_HANDLES.try_with(|r| r.iter().for_each(|s| {
+        s.set(None);
+    }));
+}
+
+static FORGET_RECENT: hipfft_pool::ThreadEnd = hipfft_pool::ThreadEnd::new(forget_recent);
 
 thread_local! {
     /// The handles this thread looked up lately, direct-mapped by handle value: (engine,
@@ -588,23 +616,30 @@ pub fn engine(flavor: Flavor) -> Result<&'static Engine, Fail> {
     }
 }
 
-/// The engine of this process, and the fork generation it was made in.
-struct Made {
-    generation: u64,
-    engine: &'static Engine,
-}
-
-/// The engine, once made (one per fork generation; an earlier one is the parent's).
-static READY: AtomicPtr<Made> = AtomicPtr::new(std::ptr::null_mut());
+/// The engine, once made. A child of `fork()` starts with none (`forget_at_fork`): the
+/// parent's engine, its threads and its plans are the parent's.
+static READY: AtomicPtr<Engine> = AtomicPtr::new(std::ptr::null_mut());
 
 /// This process's engine if it was made (the graph hooks need none before: no plan exists;
 /// a forked child's is not the parent's).
 #[inline]
 pub fn ready() -> Option<&'static Engine> {
-    let p = READY.load(Ordering::Acquire);
-    // SAFETY: non-null, `p` is a leaked `Made`, never freed.
-    let made = unsafe { p.as_ref() }?;
-    (made.generation == hipfft_pool::fork_generation()).then_some(made.engine)
+    // SAFETY: non-null, a leaked engine, never freed.
+    unsafe { READY.load(Ordering::Acquire).as_ref() }
+}
+
+/// Registers (once) the fork handler that empties `READY` in a child: every export asks
+/// `ready()`, so it stays one load, with no fork generation to compare.
+fn forget_at_fork() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    unsafe extern "C" fn child() {
+        // An atomic store only: async-signal-safe, as a child's handler must be.
+        READY.store(std::ptr::null_mut(), Ordering::Release);
+    }
+    // SAFETY: registers a plain function of the signature pthread_atfork takes.
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(child));
+    });
 }
 
 /// Engines made, or why not, per fork generation (a failure is answered again, not retried).
@@ -632,7 +667,8 @@ fn engine_slow(flavor: Flavor) -> Result<&'static Engine, Fail> {
         Fail::new(f.code, message)
     });
     if let Ok(e) = r {
-        READY.store(Box::into_raw(Box::new(Made { generation, engine: e })), Ordering::Release);
+        forget_at_fork();
+        READY.store(e as *const Engine as *mut Engine, Ordering::Release);
     }
     made.push((generation, r.clone()));
     r
@@ -859,8 +895,8 @@ impl Engine {
         if let Some(v) = self.handles.read().get(&h).cloned() {
             let _ = RECENT_HANDLES.try_with(|r| {
                 // A slot borrowed by this thread's call in progress keeps what it holds.
-                if let Ok(mut slot) = r[recent_slot(h)].0.try_borrow_mut() {
-                    *slot = Some((self.id, h, v.clone()));
+                if r[recent_slot(h)].set(Some((self.id, h, v.clone()))) {
+                    FORGET_RECENT.arm();
                 }
             });
             return Ok(v);
@@ -1472,7 +1508,7 @@ impl Engine {
         let keep = self.release_generation.load(Ordering::Acquire) == generation
             && s.sticky.is_none()
             && !v.hot.destroyed.load(Ordering::Acquire)
-            && self.pool.waiters(desc.device) == 0;
+            && !lease.ceiling_has_waiters();
         if keep {
             self.counts.sticky_uses.fetch_add(1, Ordering::Relaxed);
             s.sticky = Some(lease);
@@ -1783,6 +1819,12 @@ fn register_exit_hook() {
     }
     extern "C" fn at_exit() {
         EXITING.store(true, Ordering::Release);
+        // `exit()` called on a thread inside one of the interposer's calls came from a signal
+        // handler (or a callback) that interrupted it: locks that thread holds, the
+        // allocator's among them, would never come free. Nothing is written.
+        if crate::entry::inside() {
+            return;
+        }
         // This process's engine only: a forked child that made none has nothing to write
         // (what the parent writes is the parent's).
         let Some(e) = ready() else { return };

@@ -11,9 +11,9 @@
 //! never an unwind across the C boundary.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashSet;
-use std::ffi::{CString, c_char, c_int};
+use std::ffi::{c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
@@ -23,7 +23,6 @@ use crate::codes::{Fail, Flavor, code};
 
 thread_local! {
     static INSIDE: Cell<bool> = const { Cell::new(false) };
-    static LAST_MESSAGE: RefCell<CString> = RefCell::new(CString::default());
 }
 
 /// Marks the thread as inside the interposer until dropped (restoring what it was).
@@ -170,13 +169,12 @@ pub fn report(flavor: Flavor, call: &str, f: &Fail) {
 }
 
 fn set_last_message(message: &str) {
-    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    let _ = LAST_MESSAGE.try_with(|slot| *slot.borrow_mut() = c);
+    hipfft_pool::ffi::last_error::set(message);
 }
 
 /// This thread's last failure message ("" if none), valid until its next failure.
 pub fn last_message_ptr() -> *const c_char {
-    LAST_MESSAGE.try_with(|slot| slot.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+    hipfft_pool::ffi::last_error::ptr()
 }
 
 #[cfg(test)]

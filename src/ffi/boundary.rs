@@ -5,8 +5,7 @@
 //! message, so no panic ever unwinds into C and none aborts the process. A failure stores
 //! its message in a thread-local `CString` that `hfp_last_error_message` hands out.
 
-use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Error, panic_message};
@@ -138,20 +137,14 @@ impl From<crate::desc::DescError> for Failure {
     }
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
-/// Stores `message` as this thread's last error (interior NULs become spaces).
+/// Stores `message` as this thread's last error (see [`super::last_error`]).
 pub(crate) fn set_last_error(message: &str) {
-    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    // `try_with`: during thread teardown the slot may be gone; the message is then dropped.
-    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = c);
+    super::last_error::set(message);
 }
 
 /// This thread's last error message; "" if none. Valid until this thread's next failure.
 pub(crate) fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.try_with(|slot| slot.borrow().as_ptr()).unwrap_or(c"".as_ptr())
+    super::last_error::ptr()
 }
 
 /// Writes `value` to the out-pointer `out` after checking it for null.

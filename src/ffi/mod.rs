@@ -13,8 +13,9 @@
 //! stream_synchronize`), its `SAFETY:` comment names the sentence of that documentation the
 //! C caller promised.
 //!
-//! - `boundary`: the panic boundary ([`hfp_status`], `guard`), the thread's last error,
-//!   the null and out-pointer checks every entry point shares.
+//! - `boundary`: the panic boundary ([`hfp_status`], `guard`), the null and out-pointer
+//!   checks every entry point shares.
+//! - [`last_error`]: the thread's last failure message (the interposers use it too).
 //! - `types`: the `#[repr(C)]` structs and constants of the header (`hfp_config`,
 //!   `hfp_plan_desc`, `hfp_metrics`, the transform and direction values) and their
 //!   conversions.
@@ -28,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod boundary;
+pub mod last_error;
 mod info;
 mod lease;
 mod pool;

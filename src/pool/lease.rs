@@ -158,6 +158,26 @@ impl Lease {
         self.entry.work_size
     }
 
+    /// Whether a miss waits for a slot of this plan's ceiling right now: a holder that keeps
+    /// leases for later use (the interposer's sticky leases) lets this one go instead, since
+    /// the waiter would sleep on it. One load of the ceiling's waiter count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use hipfft_pool::{PlanDesc, PlanPool, PoolConfig, Runtime, SimConfig, SimRuntime, TransformType};
+    /// # let runtime: Arc<dyn Runtime> = Arc::new(SimRuntime::new(SimConfig::default()));
+    /// let pool = PlanPool::new(PoolConfig::builder().capacity(2).private_ceiling(2).build()?, runtime)?;
+    /// let lease = pool.acquire(&PlanDesc::new(TransformType::C2C, &[64], 1))?;
+    /// assert!(!lease.ceiling_has_waiters(), "no miss waits");
+    /// # Ok::<(), hipfft_pool::Error>(())
+    /// ```
+    #[inline]
+    pub fn ceiling_has_waiters(&self) -> bool {
+        self.entry.dev.ceiling.waiters() > 0
+    }
+
     /// Another lease on the same plan: the plan stays alive until both are released. A
     /// holder that keeps a plan for good (the interposer's resident plans) serves each of
     /// its executions from it instead of leasing a second plan of the same shape.

@@ -29,6 +29,7 @@ pub(crate) mod fork;
 pub(crate) mod map;
 pub(crate) mod parking;
 pub(crate) mod thread;
+pub mod thread_end;
 
 /// Atomics for statistics and recency stamps (counters, histograms, hit counts): std's in
 /// every build. They order nothing the pool relies on, so loom need not explore them, and
